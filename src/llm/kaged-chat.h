@@ -42,6 +42,7 @@ void            kaged_chat_push_delta         (KagedChat          *self,
                                                KagedDeltaKind      kind,
                                                const char         *text,
                                                gssize              len);
+void            kaged_chat_flush              (KagedChat          *self);
 gboolean        kaged_chat_has_delta          (KagedChat          *self);
 void            kaged_chat_set_usage          (KagedChat          *self,
                                                gint64              input_tokens,

@@ -1,0 +1,675 @@
+/* test-retry.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include "config.h"
+
+#include "kaged-clock.h"
+#include "kaged-message.h"
+#include "kaged-provider.h"
+#include "kaged-random.h"
+#include "kaged-retry.h"
+
+#define WALL_START_MS G_GINT64_CONSTANT (1767225600000) /* 2026-01-01T00:00:00Z */
+
+/* ------------------------------------------------------------------------ */
+/* A scripted provider: each call plays the next outcome of its script. */
+
+typedef struct
+{
+  GError     *error;     /* NULL: the reply ends normally */
+  const char *delta;     /* pushed before the outcome */
+  gboolean    hang;      /* never answer until cancelled */
+} Outcome;
+
+#define TEST_TYPE_PROVIDER (test_provider_get_type ())
+G_DECLARE_FINAL_TYPE (TestProvider, test_provider, TEST, PROVIDER, GObject)
+
+struct _TestProvider
+{
+  GObject    parent_instance;
+  GArray    *script;   /* Outcome */
+  guint      n_calls;
+  guint      n_cancelled;
+};
+
+static void test_provider_iface_init (KagedProviderInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (TestProvider, test_provider, G_TYPE_OBJECT,
+                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_PROVIDER, test_provider_iface_init))
+
+typedef struct
+{
+  KagedChat *chat;
+  Outcome   *outcome;
+  gulong     cancelled_id;
+} CallState;
+
+static void
+call_state_free (CallState *state)
+{
+  g_clear_object (&state->chat);
+  g_free (state);
+}
+
+static gboolean
+play_outcome_cb (gpointer user_data)
+{
+  GTask *task = user_data;
+  CallState *state = g_task_get_task_data (task);
+
+  if (g_task_return_error_if_cancelled (task))
+    return G_SOURCE_REMOVE;
+
+  if (state->outcome->delta != NULL)
+    kaged_chat_push_delta (state->chat, KAGED_DELTA_TEXT, state->outcome->delta, -1);
+
+  if (state->outcome->error != NULL)
+    g_task_return_error (task, g_error_copy (state->outcome->error));
+  else
+    g_task_return_boolean (task, TRUE);
+
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+return_cancelled_cb (gpointer user_data)
+{
+  GTask *task = user_data;
+  TestProvider *self = g_task_get_source_object (task);
+  CallState *state = g_task_get_task_data (task);
+
+  g_cancellable_disconnect (g_task_get_cancellable (task), state->cancelled_id);
+  state->cancelled_id = 0;
+  self->n_cancelled++;
+  g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_CANCELLED, "Operation was cancelled");
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+hang_cancelled_cb (GCancellable *cancellable,
+                   GTask        *task)
+{
+  g_idle_add_full (G_PRIORITY_DEFAULT, return_cancelled_cb, g_object_ref (task), g_object_unref);
+}
+
+static void
+test_provider_chat_async (KagedProvider       *provider,
+                          KagedChat           *chat,
+                          GCancellable        *cancellable,
+                          GAsyncReadyCallback  callback,
+                          gpointer             user_data)
+{
+  TestProvider *self = TEST_PROVIDER (provider);
+  g_autoptr(GTask) task = g_task_new (self, cancellable, callback, user_data);
+  CallState *state = g_new0 (CallState, 1);
+  guint index = MIN (self->n_calls, self->script->len - 1);
+
+  self->n_calls++;
+  state->chat = g_object_ref (chat);
+  state->outcome = &g_array_index (self->script, Outcome, index);
+  g_task_set_task_data (task, state, (GDestroyNotify)call_state_free);
+
+  if (state->outcome->hang)
+    {
+      g_assert_nonnull (cancellable);
+      state->cancelled_id = g_cancellable_connect (cancellable, G_CALLBACK (hang_cancelled_cb),
+                                                   g_object_ref (task), g_object_unref);
+      return;
+    }
+
+  g_idle_add_full (G_PRIORITY_DEFAULT, play_outcome_cb, g_object_ref (task), g_object_unref);
+}
+
+static gboolean
+test_provider_chat_finish (KagedProvider  *provider,
+                           GAsyncResult   *result,
+                           GError        **error)
+{
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+static void
+test_provider_iface_init (KagedProviderInterface *iface)
+{
+  iface->chat_async = test_provider_chat_async;
+  iface->chat_finish = test_provider_chat_finish;
+}
+
+static void
+test_provider_finalize (GObject *object)
+{
+  TestProvider *self = TEST_PROVIDER (object);
+
+  for (guint i = 0; i < self->script->len; i++)
+    g_clear_error (&g_array_index (self->script, Outcome, i).error);
+  g_array_unref (self->script);
+
+  G_OBJECT_CLASS (test_provider_parent_class)->finalize (object);
+}
+
+static void
+test_provider_class_init (TestProviderClass *klass)
+{
+  G_OBJECT_CLASS (klass)->finalize = test_provider_finalize;
+}
+
+static void
+test_provider_init (TestProvider *self)
+{
+  self->script = g_array_new (FALSE, TRUE, sizeof (Outcome));
+}
+
+/* Takes @error. */
+static void
+test_provider_add (TestProvider *self,
+                   GError       *error,
+                   const char   *delta)
+{
+  Outcome outcome = { error, delta, FALSE };
+
+  g_array_append_val (self->script, outcome);
+}
+
+static void
+test_provider_add_hang (TestProvider *self)
+{
+  Outcome outcome = { NULL, NULL, TRUE };
+
+  g_array_append_val (self->script, outcome);
+}
+
+static GError *
+http_error (KagedRetryClass  retry_class,
+            guint            status)
+{
+  GError *error = kaged_provider_error_new (retry_class, "HTTP %u from the test provider", status);
+
+  kaged_provider_error_set_http_status (error, status);
+  return error;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Driving a chat with the fake clock */
+
+typedef struct
+{
+  KagedClock    *clock;
+  KagedRandom   *random;
+  TestProvider  *inner;
+  KagedProvider *retry;
+  KagedChat     *chat;
+  GCancellable  *cancellable;
+  GError        *error;
+  guint64        slept_ms;
+  gboolean       done;
+  gboolean       ok;
+} Fixture;
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  user_data)
+{
+  g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func (g_object_unref);
+  KagedMessage *message = kaged_message_new ();
+
+  kaged_message_set_role (message, KAGED_MESSAGE_ROLE_OPERATOR);
+  kaged_message_set_content (message, "Hello?");
+  g_ptr_array_add (messages, message);
+
+  fixture->clock = kaged_fake_clock_new (WALL_START_MS);
+  fixture->random = kaged_random_new_with_seed (GPOINTER_TO_UINT (user_data) + 7);
+  fixture->inner = g_object_new (TEST_TYPE_PROVIDER, NULL);
+  fixture->retry = kaged_retry_provider_new (KAGED_PROVIDER (fixture->inner),
+                                             fixture->clock, fixture->random);
+  fixture->chat = kaged_chat_new (messages, NULL);
+  fixture->cancellable = g_cancellable_new ();
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  user_data)
+{
+  g_clear_error (&fixture->error);
+  g_clear_object (&fixture->cancellable);
+  g_clear_object (&fixture->chat);
+  g_clear_object (&fixture->retry);
+  g_clear_object (&fixture->inner);
+  g_clear_object (&fixture->random);
+  g_clear_object (&fixture->clock);
+
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+}
+
+static void
+chat_done_cb (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  Fixture *fixture = user_data;
+
+  fixture->ok = kaged_provider_chat_finish (KAGED_PROVIDER (object), result, &fixture->error);
+  fixture->done = TRUE;
+}
+
+static void
+start_chat (Fixture *fixture)
+{
+  kaged_provider_chat_async (fixture->retry, fixture->chat, fixture->cancellable,
+                             chat_done_cb, fixture);
+}
+
+/* Runs the main context; when nothing but fake-clock timeouts is left,
+ * moves the clock to the next one. Never sleeps in real time. */
+static void
+run_until_done (Fixture *fixture)
+{
+  KagedFakeClock *clock = KAGED_FAKE_CLOCK (fixture->clock);
+
+  while (!fixture->done)
+    {
+      if (g_main_context_iteration (NULL, FALSE))
+        continue;
+
+      if (kaged_fake_clock_get_n_pending (clock) > 0)
+        {
+          guint64 next = kaged_fake_clock_next_deadline (clock);
+
+          fixture->slept_ms += next;
+          kaged_fake_clock_advance (clock, next);
+          continue;
+        }
+
+      g_main_context_iteration (NULL, TRUE);
+    }
+}
+
+static KagedAttempt *
+get_attempt (Fixture *fixture,
+             guint    index)
+{
+  GPtrArray *attempts = kaged_chat_get_attempts (fixture->chat);
+
+  g_assert_cmpuint (index, <, attempts->len);
+  return g_ptr_array_index (attempts, index);
+}
+
+static guint
+n_attempts (Fixture *fixture)
+{
+  return kaged_chat_get_attempts (fixture->chat)->len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tier 1 rules, with a scripted provider */
+
+static void
+test_backoff_bounds (void)
+{
+  g_autoptr(KagedRandom) random = kaged_random_new_with_seed (42);
+
+  for (guint i = 0; i < 1000; i++)
+    {
+      guint64 first = kaged_retry_backoff_ms (1, random);
+      guint64 second = kaged_retry_backoff_ms (2, random);
+      guint64 late = kaged_retry_backoff_ms (10, random);
+
+      g_assert_cmpuint (first, >=, 750);
+      g_assert_cmpuint (first, <=, 1000);
+      g_assert_cmpuint (second, >=, 1500);
+      g_assert_cmpuint (second, <=, 2000);
+      g_assert_cmpuint (late, >=, 22500);
+      g_assert_cmpuint (late, <=, 30000);
+    }
+}
+
+static void
+test_three_attempts_on_503 (Fixture       *fixture,
+                            gconstpointer  user_data)
+{
+  KagedAttempt *attempt;
+
+  test_provider_add (fixture->inner, http_error (KAGED_RETRY_CLASS_OVERLOADED, 503), NULL);
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_false (fixture->ok);
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 3);
+  g_assert_cmpuint (n_attempts (fixture), ==, 3);
+
+  attempt = get_attempt (fixture, 0);
+  g_assert_cmpint (attempt->time, ==, WALL_START_MS);
+  g_assert_cmpuint (attempt->http_status, ==, 503);
+  g_assert_cmpint (attempt->retry_class, ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpstr (attempt->wait_source, ==, "backoff");
+  g_assert_cmpint (attempt->wait_ms, >=, 750);
+  g_assert_cmpint (attempt->wait_ms, <=, 1000);
+  g_assert_nonnull (attempt->error);
+
+  attempt = get_attempt (fixture, 1);
+  g_assert_cmpstr (attempt->wait_source, ==, "backoff");
+  g_assert_cmpint (attempt->wait_ms, >=, 1500);
+  g_assert_cmpint (attempt->wait_ms, <=, 2000);
+  g_assert_cmpint (attempt->time, ==, WALL_START_MS + get_attempt (fixture, 0)->wait_ms);
+
+  attempt = get_attempt (fixture, 2);
+  g_assert_cmpint (attempt->wait_ms, ==, 0);
+  g_assert_null (attempt->wait_source);
+  g_assert_cmpuint (attempt->http_status, ==, 503);
+
+  /* The waits logged are the waits the clock went through. */
+  g_assert_cmpuint (fixture->slept_ms, ==, get_attempt (fixture, 0)->wait_ms + get_attempt (fixture, 1)->wait_ms);
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==, 0);
+}
+
+static void
+test_success_after_retry (Fixture       *fixture,
+                          gconstpointer  user_data)
+{
+  KagedAttempt *attempt;
+
+  test_provider_add (fixture->inner, http_error (KAGED_RETRY_CLASS_OVERLOADED, 529), NULL);
+  test_provider_add (fixture->inner, NULL, "Hello");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_no_error (fixture->error);
+  g_assert_true (fixture->ok);
+  g_assert_true (kaged_chat_has_delta (fixture->chat));
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 2);
+  g_assert_cmpuint (n_attempts (fixture), ==, 2);
+
+  attempt = get_attempt (fixture, 1);
+  g_assert_cmpuint (attempt->http_status, ==, 200);
+  g_assert_null (attempt->error);
+  g_assert_cmpint (attempt->retry_class, ==, KAGED_RETRY_CLASS_NONE);
+  g_assert_cmpint (attempt->wait_ms, ==, 0);
+}
+
+typedef struct
+{
+  KagedRetryClass retry_class;
+  guint           status;
+  int             should_retry;
+  guint           expected_calls;
+} StatusCase;
+
+static void
+test_status_rules (void)
+{
+  static const StatusCase cases[] = {
+    /* Retried: three attempts. */
+    { KAGED_RETRY_CLASS_TIMEOUT, 408, -1, 3 },
+    { KAGED_RETRY_CLASS_INVALID_REQUEST, 409, -1, 3 },
+    { KAGED_RETRY_CLASS_RATE_LIMITED, 429, -1, 3 },
+    { KAGED_RETRY_CLASS_SERVER_ERROR, 500, -1, 3 },
+    { KAGED_RETRY_CLASS_SERVER_ERROR, 502, -1, 3 },
+    { KAGED_RETRY_CLASS_OVERLOADED, 503, -1, 3 },
+    { KAGED_RETRY_CLASS_SERVER_ERROR, 504, -1, 3 },
+    { KAGED_RETRY_CLASS_OVERLOADED, 529, -1, 3 },
+    { KAGED_RETRY_CLASS_NETWORK, 0, -1, 3 },
+    { KAGED_RETRY_CLASS_TIMEOUT, 0, -1, 3 },
+    { KAGED_RETRY_CLASS_OVERLOADED, 200, -1, 3 },   /* error event before the first delta */
+    /* Never retried. */
+    { KAGED_RETRY_CLASS_INVALID_REQUEST, 400, -1, 1 },
+    { KAGED_RETRY_CLASS_AUTH_FAILED, 401, -1, 1 },
+    { KAGED_RETRY_CLASS_AUTH_FAILED, 403, -1, 1 },
+    { KAGED_RETRY_CLASS_INVALID_REQUEST, 404, -1, 1 },
+    { KAGED_RETRY_CLASS_INVALID_REQUEST, 422, -1, 1 },
+    { KAGED_RETRY_CLASS_CONTEXT_OVERFLOW, 400, -1, 1 },
+    { KAGED_RETRY_CLASS_QUOTA_EXHAUSTED, 429, -1, 1 },
+    { KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, -1, 1 },
+    { KAGED_RETRY_CLASS_SPEND_LIMIT_EXCEEDED, 429, -1, 1 },
+    { KAGED_RETRY_CLASS_PROTOCOL_ERROR, 200, -1, 1 },
+    { KAGED_RETRY_CLASS_PROTOCOL_ERROR, 0, -1, 1 },
+    { KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED, 0, -1, 1 },
+    /* x-should-retry overrides the status rule … */
+    { KAGED_RETRY_CLASS_INVALID_REQUEST, 400, 1, 3 },
+    { KAGED_RETRY_CLASS_AUTH_FAILED, 401, 1, 3 },
+    { KAGED_RETRY_CLASS_OVERLOADED, 503, 0, 1 },
+    { KAGED_RETRY_CLASS_RATE_LIMITED, 429, 0, 1 },
+    /* … but not a hard quota. */
+    { KAGED_RETRY_CLASS_QUOTA_EXHAUSTED, 429, 1, 1 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      Fixture fixture = { 0 };
+      GError *error;
+
+      fixture_set_up (&fixture, GUINT_TO_POINTER (i));
+      error = http_error (cases[i].retry_class, cases[i].status);
+      kaged_provider_error_set_should_retry (error, cases[i].should_retry);
+      test_provider_add (fixture.inner, error, NULL);
+
+      start_chat (&fixture);
+      run_until_done (&fixture);
+
+      g_test_message ("case %u: class %d, HTTP %u, x-should-retry %d", i,
+                      cases[i].retry_class, cases[i].status, cases[i].should_retry);
+      g_assert_false (fixture.ok);
+      g_assert_error (fixture.error, KAGED_PROVIDER_ERROR, (int)cases[i].retry_class);
+      g_assert_cmpuint (fixture.inner->n_calls, ==, cases[i].expected_calls);
+      g_assert_cmpuint (n_attempts (&fixture), ==, cases[i].expected_calls);
+      g_assert_cmpuint (get_attempt (&fixture, 0)->http_status, ==, cases[i].status);
+      if (cases[i].expected_calls == 1)
+        g_assert_cmpuint (fixture.slept_ms, ==, 0);
+
+      fixture_tear_down (&fixture, NULL);
+    }
+}
+
+static void
+test_server_wait_in_window (Fixture       *fixture,
+                            gconstpointer  user_data)
+{
+  GError *error = http_error (KAGED_RETRY_CLASS_RATE_LIMITED, 429);
+
+  kaged_provider_error_set_server_wait (error, 12345, "retry-after-ms");
+  test_provider_add (fixture->inner, error, NULL);
+  test_provider_add (fixture->inner, NULL, "Hi");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_no_error (fixture->error);
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 2);
+  /* Exactly the advised wait: no jitter. */
+  g_assert_cmpint (get_attempt (fixture, 0)->wait_ms, ==, 12345);
+  g_assert_cmpstr (get_attempt (fixture, 0)->wait_source, ==, "retry-after-ms");
+  g_assert_cmpuint (fixture->slept_ms, ==, 12345);
+  g_assert_cmpint (get_attempt (fixture, 1)->time, ==, WALL_START_MS + 12345);
+}
+
+static void
+test_server_wait_at_window (Fixture       *fixture,
+                            gconstpointer  user_data)
+{
+  GError *error = http_error (KAGED_RETRY_CLASS_OVERLOADED, 529);
+
+  kaged_provider_error_set_server_wait (error, KAGED_RETRY_WINDOW_MS, "retry-after");
+  test_provider_add (fixture->inner, error, NULL);
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  /* 30 s is still inside the window: all three attempts, 30 s apart. */
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 3);
+  g_assert_cmpuint (fixture->slept_ms, ==, 2 * KAGED_RETRY_WINDOW_MS);
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==,
+                   WALL_START_MS + 3 * KAGED_RETRY_WINDOW_MS);
+}
+
+static void
+test_server_wait_beyond_window (Fixture       *fixture,
+                                gconstpointer  user_data)
+{
+  GError *error = http_error (KAGED_RETRY_CLASS_RATE_LIMITED, 429);
+  KagedAttempt *attempt;
+
+  kaged_provider_error_set_server_wait (error, 31000, "retry-after");
+  test_provider_add (fixture->inner, error, NULL);
+  test_provider_add (fixture->inner, NULL, "too early");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_RATE_LIMITED);
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_cmpuint (fixture->slept_ms, ==, 0);
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==, WALL_START_MS + 31000);
+  g_assert_true (kaged_provider_error_get_retryable (fixture->error));
+
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+  attempt = get_attempt (fixture, 0);
+  g_assert_cmpuint (attempt->http_status, ==, 429);
+  g_assert_cmpint (attempt->wait_ms, ==, 31000);
+  g_assert_cmpstr (attempt->wait_source, ==, "retry-after");
+}
+
+static void
+test_long_wait_after_backoff (Fixture       *fixture,
+                              gconstpointer  user_data)
+{
+  GError *error = http_error (KAGED_RETRY_CLASS_OVERLOADED, 529);
+
+  /* The second answer asks for two minutes: Tier 1 stops there. */
+  test_provider_add (fixture->inner, http_error (KAGED_RETRY_CLASS_OVERLOADED, 529), NULL);
+  kaged_provider_error_set_server_wait (error, 120000, "retry-after");
+  test_provider_add (fixture->inner, error, NULL);
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 2);
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==,
+                   WALL_START_MS + (gint64)fixture->slept_ms + 120000);
+}
+
+static void
+test_no_retry_after_first_delta (Fixture       *fixture,
+                                 gconstpointer  user_data)
+{
+  GError *error = kaged_provider_error_new (KAGED_RETRY_CLASS_NETWORK, "The stream was cut");
+
+  kaged_provider_error_set_http_status (error, 200);
+  test_provider_add (fixture->inner, error, "Partial ");
+  test_provider_add (fixture->inner, NULL, "never");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+  g_assert_cmpstr (fixture->error->message, ==, "The stream was cut");
+  g_assert_true (kaged_chat_has_delta (fixture->chat));
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+  g_assert_cmpint (get_attempt (fixture, 0)->wait_ms, ==, 0);
+}
+
+static void
+test_cancel_during_backoff (Fixture       *fixture,
+                            gconstpointer  user_data)
+{
+  KagedFakeClock *clock = KAGED_FAKE_CLOCK (fixture->clock);
+
+  test_provider_add (fixture->inner, http_error (KAGED_RETRY_CLASS_SERVER_ERROR, 500), NULL);
+  start_chat (fixture);
+
+  while (kaged_fake_clock_get_n_pending (clock) == 0)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_false (fixture->done);
+  g_cancellable_cancel (fixture->cancellable);
+
+  while (!fixture->done)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_error (fixture->error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_cmpuint (kaged_fake_clock_get_n_pending (clock), ==, 0);
+
+  /* Time passing changes nothing: no further attempt. */
+  kaged_fake_clock_advance (clock, 60000);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+}
+
+static void
+test_cancel_during_call (Fixture       *fixture,
+                         gconstpointer  user_data)
+{
+  test_provider_add_hang (fixture->inner);
+  start_chat (fixture);
+
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_false (fixture->done);
+
+  g_cancellable_cancel (fixture->cancellable);
+  while (!fixture->done)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_error (fixture->error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  /* The wrapped provider saw the cancellation: the request was aborted. */
+  g_assert_cmpuint (fixture->inner->n_cancelled, ==, 1);
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+  g_assert_cmpint (get_attempt (fixture, 0)->retry_class, ==, KAGED_RETRY_CLASS_NONE);
+}
+
+static void
+test_cancelled_before_start (Fixture       *fixture,
+                             gconstpointer  user_data)
+{
+  test_provider_add (fixture->inner, NULL, "never");
+  g_cancellable_cancel (fixture->cancellable);
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 0);
+  g_assert_cmpuint (n_attempts (fixture), ==, 0);
+}
+
+static void
+test_defaults (void)
+{
+  g_autoptr(TestProvider) inner = g_object_new (TEST_TYPE_PROVIDER, NULL);
+  g_autoptr(KagedProvider) retry = kaged_retry_provider_new (KAGED_PROVIDER (inner), NULL, NULL);
+
+  g_assert_true (KAGED_IS_RETRY_PROVIDER (retry));
+  g_assert_true (kaged_retry_provider_get_inner (KAGED_RETRY_PROVIDER (retry)) == KAGED_PROVIDER (inner));
+  g_assert_true (kaged_retry_provider_get_clock (KAGED_RETRY_PROVIDER (retry)) == kaged_clock_get_default ());
+  g_assert_true (kaged_retry_provider_get_random (KAGED_RETRY_PROVIDER (retry)) == kaged_random_get_default ());
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(path, func) \
+  g_test_add ("/retry/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+
+  g_test_add_func ("/retry/backoff-bounds", test_backoff_bounds);
+  g_test_add_func ("/retry/defaults", test_defaults);
+  g_test_add_func ("/retry/status-rules", test_status_rules);
+  ADD ("three-attempts-on-503", test_three_attempts_on_503);
+  ADD ("success-after-retry", test_success_after_retry);
+  ADD ("server-wait/in-window", test_server_wait_in_window);
+  ADD ("server-wait/at-window", test_server_wait_at_window);
+  ADD ("server-wait/beyond-window", test_server_wait_beyond_window);
+  ADD ("server-wait/long-after-backoff", test_long_wait_after_backoff);
+  ADD ("first-delta", test_no_retry_after_first_delta);
+  ADD ("cancel/during-backoff", test_cancel_during_backoff);
+  ADD ("cancel/during-call", test_cancel_during_call);
+  ADD ("cancel/before-start", test_cancelled_before_start);
+
+#undef ADD
+
+  return g_test_run ();
+}

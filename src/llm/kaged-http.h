@@ -1,0 +1,140 @@
+/* kaged-http.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "kaged-chat.h"
+#include "kaged-clock.h"
+
+G_BEGIN_DECLS
+
+#define KAGED_HTTP_TIMEOUT_SECONDS         60
+#define KAGED_HTTP_DEFAULT_DEADLINE_MS     (60 * 1000)
+#define KAGED_HTTP_MAX_ERROR_BODY          (1024 * 1024)
+#define KAGED_HTTP_READ_SIZE               (16 * 1024)
+
+SoupSession *kaged_http_session_new         (void);
+SoupSession *kaged_http_get_default_session (void);
+
+/*
+ * What every provider holds: the shared session, where and what to ask,
+ * the key (in memory only, never logged), the clock that dates server
+ * waits, and the deadlines: until the answer's headers arrive
+ * (first-byte-timeout-ms) and between two pieces of its body
+ * (idle-timeout-ms); max-event-size caps one SSE event or NDJSON line.
+ */
+typedef struct
+{
+  SoupSession *session;
+  char        *base_url;
+  char        *model;
+  char        *api_key;
+  KagedClock  *clock;
+  guint        first_byte_timeout_ms;
+  guint        idle_timeout_ms;
+  gsize        max_event_size;
+} KagedHttpConfig;
+
+enum {
+  KAGED_HTTP_PROP_0,
+  KAGED_HTTP_PROP_SESSION,
+  KAGED_HTTP_PROP_BASE_URL,
+  KAGED_HTTP_PROP_MODEL,
+  KAGED_HTTP_PROP_API_KEY,
+  KAGED_HTTP_PROP_CLOCK,
+  KAGED_HTTP_PROP_FIRST_BYTE_TIMEOUT_MS,
+  KAGED_HTTP_PROP_IDLE_TIMEOUT_MS,
+  KAGED_HTTP_PROP_MAX_EVENT_SIZE,
+  KAGED_HTTP_N_PROPS
+};
+
+void         kaged_http_config_init                (KagedHttpConfig    *config);
+void         kaged_http_config_clear               (KagedHttpConfig    *config);
+void         kaged_http_config_install_properties  (GObjectClass       *klass,
+                                                    GParamSpec        **pspecs);
+gboolean     kaged_http_config_get_property        (KagedHttpConfig    *config,
+                                                    guint               prop_id,
+                                                    GValue             *value);
+gboolean     kaged_http_config_set_property        (KagedHttpConfig    *config,
+                                                    GObject            *object,
+                                                    GParamSpec        **pspecs,
+                                                    guint               prop_id,
+                                                    const GValue       *value);
+SoupMessage *kaged_http_config_new_message         (KagedHttpConfig    *config,
+                                                    const char         *path,
+                                                    JsonBuilder        *body,
+                                                    const char         *accept,
+                                                    GError            **error);
+
+/**
+ * KagedStreamDecoder:
+ * @feed: parse the next bytes of a successful answer, pushing into @chat;
+ *   %FALSE with a %KAGED_PROVIDER_ERROR ends the call
+ * @finish: the body ended; flush the parser
+ * @free: release the decoder
+ * @chat: where the reply goes
+ * @headers: the answer's headers, set before the first @feed
+ * @clock: dates waits advised in the stream
+ * @done: set by @feed once the provider's end marker was seen
+ * @recognized: set by @feed once anything in the provider's format came
+ *
+ * A provider's reading of its stream format; providers put it first in
+ * their own state struct.
+ */
+typedef struct _KagedStreamDecoder KagedStreamDecoder;
+
+struct _KagedStreamDecoder
+{
+  gboolean (*feed)   (KagedStreamDecoder  *self,
+                      const char          *data,
+                      gsize                len,
+                      GError             **error);
+  gboolean (*finish) (KagedStreamDecoder  *self,
+                      GError             **error);
+  void     (*free)   (KagedStreamDecoder  *self);
+
+  KagedChat          *chat;
+  SoupMessageHeaders *headers;
+  KagedClock         *clock;
+  guint               done : 1;
+  guint               recognized : 1;
+};
+
+void     kaged_stream_decoder_init  (KagedStreamDecoder *self,
+                                     KagedChat          *chat,
+                                     KagedClock         *clock);
+void     kaged_stream_decoder_clear (KagedStreamDecoder *self);
+void     kaged_stream_decoder_free  (KagedStreamDecoder *self);
+gint64   kaged_stream_decoder_now   (KagedStreamDecoder *self);
+
+/* Lenient JSON access: the wrong type reads as absent. */
+JsonObject *kaged_json_get_object (JsonObject *object,
+                                   const char *name);
+JsonArray  *kaged_json_get_array  (JsonObject *object,
+                                   const char *name);
+const char *kaged_json_get_string (JsonObject *object,
+                                   const char *name);
+gboolean    kaged_json_get_int    (JsonObject *object,
+                                   const char *name,
+                                   gint64     *value);
+gboolean    kaged_json_get_bool   (JsonObject *object,
+                                   const char *name);
+JsonObject *kaged_json_parse_object (JsonParser  *parser,
+                                     const char  *data,
+                                     gsize        len,
+                                     GError     **error);
+const char *kaged_http_role_name  (KagedMessageRole role);
+
+void     kaged_http_stream          (KagedHttpConfig    *config,
+                                     SoupMessage        *message,
+                                     KagedStreamDecoder *decoder,
+                                     GTask              *task);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (KagedStreamDecoder, kaged_stream_decoder_free)
+
+G_END_DECLS

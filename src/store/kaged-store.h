@@ -7,6 +7,8 @@
 
 #include <gio/gio.h>
 
+#include "kaged-attempt.h"
+#include "kaged-clock.h"
 #include "kaged-message.h"
 #include "kaged-run.h"
 #include "kaged-session.h"
@@ -38,13 +40,188 @@ typedef enum
   KAGED_STORE_ERROR_INVALID,
 } KagedStoreError;
 
+/**
+ * KAGED_STORE_SCHEMA_VERSION:
+ *
+ * The newest schema this build reads and writes (`PRAGMA user_version`).
+ */
+#define KAGED_STORE_SCHEMA_VERSION 2
+
+#define KAGED_TYPE_STORE_RETRY_STATE (kaged_store_retry_state_get_type ())
+
+/**
+ * KagedStoreRetryState:
+ * @session_id: the session the Tier 2 scheduler belongs to
+ * @attempt: the consecutive attempt k (0 before the first)
+ * @next_eligible_at: when the next attempt may start, epoch milliseconds, or 0
+ * @state: the scheduler's state name (`idle`, `armed`, `scheduled`, …)
+ * @cancelled: whether the operator cancelled the retry
+ * @anchor_id: the operator message the retry regenerates from, or 0
+ * @updated_at: when this state was saved, epoch milliseconds
+ *
+ * The persisted state of a session's Tier 2 retry scheduler, so an armed or
+ * scheduled retry resumes when the program starts again.
+ */
+typedef struct _KagedStoreRetryState
+{
+  gint64    session_id;
+  guint     attempt;
+  gint64    next_eligible_at;
+  char     *state;
+  gboolean  cancelled;
+  gint64    anchor_id;
+  gint64    updated_at;
+} KagedStoreRetryState;
+
+GType                 kaged_store_retry_state_get_type (void) G_GNUC_CONST;
+KagedStoreRetryState *kaged_store_retry_state_new      (gint64                      session_id);
+KagedStoreRetryState *kaged_store_retry_state_copy     (const KagedStoreRetryState *self);
+void                  kaged_store_retry_state_free     (KagedStoreRetryState       *self);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (KagedStoreRetryState, kaged_store_retry_state_free)
+
 #define KAGED_TYPE_STORE (kaged_store_get_type ())
 
 G_DECLARE_FINAL_TYPE (KagedStore, kaged_store, KAGED, STORE, GObject)
 
-GQuark      kaged_store_error_quark      (void);
-char       *kaged_store_default_path     (const char  *data_dir);
-KagedStore *kaged_store_open             (const char  *path,
-                                          GError     **error);
+/**
+ * KagedStoreTransactionFunc:
+ * @store: the store
+ * @user_data: the data passed to kaged_store_transaction()
+ * @error: where to put the reason for a failure
+ *
+ * Returns: %TRUE to commit the writes made, %FALSE (with @error set) to
+ *   roll them all back
+ */
+typedef gboolean (*KagedStoreTransactionFunc) (KagedStore  *store,
+                                               gpointer     user_data,
+                                               GError     **error);
+
+GQuark                kaged_store_error_quark          (void);
+char                 *kaged_store_default_path         (const char                 *data_dir);
+
+/* Opening */
+KagedStore           *kaged_store_open                 (const char                 *path,
+                                                        GError                    **error);
+KagedStore           *kaged_store_open_with_clock      (const char                 *path,
+                                                        KagedClock                 *clock,
+                                                        GError                    **error);
+const char           *kaged_store_get_path             (KagedStore                 *self);
+KagedClock           *kaged_store_get_clock            (KagedStore                 *self);
+GPtrArray            *kaged_store_get_interrupted_runs (KagedStore                 *self);
+GPtrArray            *kaged_store_get_queued_runs      (KagedStore                 *self);
+
+/* Transactions */
+gboolean              kaged_store_begin                (KagedStore                 *self,
+                                                        GError                    **error);
+gboolean              kaged_store_commit               (KagedStore                 *self,
+                                                        GError                    **error);
+void                  kaged_store_rollback             (KagedStore                 *self);
+gboolean              kaged_store_transaction          (KagedStore                 *self,
+                                                        KagedStoreTransactionFunc   func,
+                                                        gpointer                    user_data,
+                                                        GError                    **error);
+
+/* Sessions */
+KagedSession         *kaged_store_create_session       (KagedStore                 *self,
+                                                        const char                 *title,
+                                                        GError                    **error);
+KagedSession         *kaged_store_get_session          (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        GError                    **error);
+GPtrArray            *kaged_store_list_sessions        (KagedStore                 *self,
+                                                        GError                    **error);
+gboolean              kaged_store_rename_session       (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        const char                 *title,
+                                                        GError                    **error);
+gboolean              kaged_store_delete_session       (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        GError                    **error);
+
+/* Messages */
+gboolean              kaged_store_append_message       (KagedStore                 *self,
+                                                        KagedMessage               *message,
+                                                        GError                    **error);
+KagedMessage         *kaged_store_get_message          (KagedStore                 *self,
+                                                        gint64                      message_id,
+                                                        GError                    **error);
+gboolean              kaged_store_update_message       (KagedStore                 *self,
+                                                        KagedMessage               *message,
+                                                        GError                    **error);
+GPtrArray            *kaged_store_list_messages        (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gboolean                    include_superseded,
+                                                        gint64                      after_id,
+                                                        guint                       limit,
+                                                        GError                    **error);
+GPtrArray            *kaged_store_list_messages_before (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gboolean                    include_superseded,
+                                                        gint64                      before_id,
+                                                        guint                       limit,
+                                                        GError                    **error);
+gboolean              kaged_store_count_messages       (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gboolean                    include_superseded,
+                                                        guint                      *n_messages,
+                                                        GError                    **error);
+gboolean              kaged_store_supersede_after      (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gint64                      message_id,
+                                                        gint64                      by_run_id,
+                                                        GArray                    **superseded_ids,
+                                                        GError                    **error);
+GPtrArray            *kaged_store_list_versions        (KagedStore                 *self,
+                                                        gint64                      anchor_id,
+                                                        GError                    **error);
+KagedMessage         *kaged_store_resolve_anchor       (KagedStore                 *self,
+                                                        gint64                      message_id,
+                                                        GError                    **error);
+gboolean              kaged_store_mark_compacted       (KagedStore                 *self,
+                                                        gint64                      summary_id,
+                                                        const gint64               *message_ids,
+                                                        guint                       n_message_ids,
+                                                        GError                    **error);
+
+/* Runs */
+gboolean              kaged_store_create_run           (KagedStore                 *self,
+                                                        KagedRun                   *run,
+                                                        GError                    **error);
+KagedRun             *kaged_store_get_run              (KagedStore                 *self,
+                                                        gint64                      run_id,
+                                                        GError                    **error);
+KagedRun             *kaged_store_get_latest_run       (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        GError                    **error);
+gboolean              kaged_store_update_run           (KagedStore                 *self,
+                                                        KagedRun                   *run,
+                                                        GError                    **error);
+gboolean              kaged_store_append_attempt       (KagedStore                 *self,
+                                                        gint64                      run_id,
+                                                        const KagedAttempt         *attempt,
+                                                        GError                    **error);
+GPtrArray            *kaged_store_list_runs            (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        KagedRunStatus              status,
+                                                        GError                    **error);
+gboolean              kaged_store_sum_usage            (KagedStore                 *self,
+                                                        gint64                      since_ms,
+                                                        gint64                     *input_tokens,
+                                                        gint64                     *output_tokens,
+                                                        GError                    **error);
+
+/* Tier 2 scheduler state */
+KagedStoreRetryState *kaged_store_get_retry_state      (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        GError                    **error);
+gboolean              kaged_store_set_retry_state      (KagedStore                 *self,
+                                                        const KagedStoreRetryState *state,
+                                                        GError                    **error);
+gboolean              kaged_store_clear_retry_state    (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        GError                    **error);
+GPtrArray            *kaged_store_list_retry_states    (KagedStore                 *self,
+                                                        GError                    **error);
 
 G_END_DECLS

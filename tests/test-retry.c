@@ -5,8 +5,15 @@
 
 #include "config.h"
 
+#include <libsoup/soup.h>
+
+#include "kaged-anthropic-provider.h"
 #include "kaged-clock.h"
+#include "kaged-fake-server.h"
+#include "kaged-http.h"
 #include "kaged-message.h"
+#include "kaged-ollama-provider.h"
+#include "kaged-openai-provider.h"
 #include "kaged-provider.h"
 #include "kaged-random.h"
 #include "kaged-retry.h"
@@ -206,6 +213,11 @@ typedef struct
   guint64        slept_ms;
   gboolean       done;
   gboolean       ok;
+
+  /* Tests against real providers */
+  KagedFakeServer *server;
+  SoupSession     *session;
+  GString         *text;
 } Fixture;
 
 static void
@@ -233,6 +245,12 @@ fixture_tear_down (Fixture       *fixture,
                    gconstpointer  user_data)
 {
   g_clear_error (&fixture->error);
+  g_clear_object (&fixture->server);
+  if (fixture->session != NULL)
+    soup_session_abort (fixture->session);
+  g_clear_object (&fixture->session);
+  if (fixture->text != NULL)
+    g_string_free (g_steal_pointer (&fixture->text), TRUE);
   g_clear_object (&fixture->cancellable);
   g_clear_object (&fixture->chat);
   g_clear_object (&fixture->retry);
@@ -634,6 +652,428 @@ test_cancelled_before_start (Fixture       *fixture,
   g_assert_cmpuint (n_attempts (fixture), ==, 0);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Tier 1 around the real providers, against a fake server on 127.0.0.1 */
+
+static void
+on_delta (KagedChat      *chat,
+          KagedDeltaKind  kind,
+          const char     *text,
+          Fixture        *fixture)
+{
+  if (kind == KAGED_DELTA_TEXT)
+    g_string_append (fixture->text, text);
+}
+
+/* Replaces the scripted provider with a real one of @kind, speaking to a
+ * fake server that plays @scenario. */
+static void
+use_server (Fixture    *fixture,
+            const char *kind,
+            const char *scenario)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedProvider) inner = NULL;
+  g_autofree char *url = NULL;
+  GType type;
+
+  if (fixture->server == NULL)
+    {
+      fixture->server = kaged_fake_server_new (scenario, &error);
+      g_assert_no_error (error);
+      kaged_fake_server_listen (fixture->server, 0, &error);
+      g_assert_no_error (error);
+      fixture->session = kaged_http_session_new ();
+      fixture->text = g_string_new (NULL);
+      g_signal_connect (fixture->chat, "delta", G_CALLBACK (on_delta), fixture);
+    }
+  else
+    {
+      kaged_fake_server_set_scenario (fixture->server, scenario, &error);
+      g_assert_no_error (error);
+      kaged_fake_server_reset (fixture->server);
+    }
+
+  url = kaged_fake_server_get_url (fixture->server);
+  if (g_str_equal (kind, "anthropic"))
+    type = KAGED_TYPE_ANTHROPIC_PROVIDER;
+  else if (g_str_equal (kind, "ollama"))
+    type = KAGED_TYPE_OLLAMA_PROVIDER;
+  else
+    {
+      g_autofree char *v1 = g_strconcat (url, "/v1", NULL);
+
+      g_free (url);
+      url = g_steal_pointer (&v1);
+      type = KAGED_TYPE_OPENAI_PROVIDER;
+    }
+
+  inner = g_object_new (type,
+                        "session", fixture->session,
+                        "base-url", url,
+                        "model", "test-model",
+                        "api-key", "sk-test-0123456789",
+                        "clock", fixture->clock,
+                        NULL);
+  g_clear_object (&fixture->retry);
+  fixture->retry = kaged_retry_provider_new (inner, fixture->clock, fixture->random);
+}
+
+/* Starts again with a fresh chat (and log), keeping the server. */
+static void
+reset_chat (Fixture *fixture)
+{
+  g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func (g_object_unref);
+  KagedMessage *message = kaged_message_new ();
+
+  kaged_message_set_role (message, KAGED_MESSAGE_ROLE_OPERATOR);
+  kaged_message_set_content (message, "Hello?");
+  g_ptr_array_add (messages, message);
+
+  g_clear_object (&fixture->chat);
+  fixture->chat = kaged_chat_new (messages, NULL);
+  if (fixture->text != NULL)
+    {
+      g_string_truncate (fixture->text, 0);
+      g_signal_connect (fixture->chat, "delta", G_CALLBACK (on_delta), fixture);
+    }
+  g_clear_error (&fixture->error);
+  fixture->done = FALSE;
+  fixture->ok = FALSE;
+  fixture->slept_ms = 0;
+}
+
+static const char openai_rate_limit_body[] =
+  "{\"error\": {\"message\": \"Rate limit reached for requests\", \"type\": \"requests\","
+  " \"param\": null, \"code\": \"rate_limit_exceeded\"}}";
+
+typedef struct
+{
+  const char *kind;
+  const char *header;
+  const char *value;         /* NULL: computed from the fake clock */
+  gint64      expected_ms;
+  const char *source;
+} WaitCase;
+
+static char *
+date_in (gint64  wall_ms,
+         gint64  delta_ms,
+         gboolean http_date)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_from_unix_utc ((wall_ms + delta_ms) / 1000);
+
+  if (http_date)
+    return soup_date_time_to_string (now, SOUP_DATE_HTTP);
+  return g_date_time_format_iso8601 (now);
+}
+
+static void
+test_http_server_wait_forms (Fixture       *fixture,
+                             gconstpointer  user_data)
+{
+  const WaitCase cases[] = {
+    { "openai", "retry-after-ms", "1500", 1500, "retry-after-ms" },
+    { "openai", "retry-after", "7", 7000, "retry-after" },
+    { "openai", "retry-after", NULL, 9000, "retry-after" },
+    { "anthropic", "anthropic-ratelimit-requests-reset", NULL, 5000, "anthropic-ratelimit-reset" },
+    { "openai", "x-ratelimit-reset-requests", "6s", 6000, "x-ratelimit-reset" },
+    { "openai", "x-ratelimit-reset-requests", "1.5s", 1500, "x-ratelimit-reset" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *value = NULL;
+      g_autofree char *scenario = NULL;
+      const char *body;
+      KagedAttempt *attempt;
+
+      g_test_message ("%s: %s", cases[i].kind, cases[i].header);
+      reset_chat (fixture);
+
+      if (cases[i].value != NULL)
+        {
+          value = g_strdup (cases[i].value);
+        }
+      else
+        {
+          /* Dates have whole seconds: start on one. */
+          gint64 wall = kaged_clock_get_wall_ms (fixture->clock);
+
+          kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), (1000 - wall % 1000) % 1000);
+          value = date_in (kaged_clock_get_wall_ms (fixture->clock), cases[i].expected_ms,
+                           g_str_equal (cases[i].header, "retry-after"));
+        }
+
+      if (g_str_equal (cases[i].kind, "anthropic"))
+        body = "{\"type\": \"error\", \"error\": {\"type\": \"rate_limit_error\", \"message\": \"Slow down\"}}";
+      else
+        body = openai_rate_limit_body;
+
+      scenario = g_strdup_printf ("[{\"status\": 429, \"headers\": {\"%s\": \"%s\","
+                                  " \"anthropic-ratelimit-requests-remaining\": \"0\","
+                                  " \"x-ratelimit-remaining-requests\": \"0\"},"
+                                  " \"body\": %s},"
+                                  " {\"kind\": \"%s\", \"text\": \"Hello there\", \"chunks\": 2}]",
+                                  cases[i].header, value, body, cases[i].kind);
+      use_server (fixture, cases[i].kind, scenario);
+
+      start_chat (fixture);
+      run_until_done (fixture);
+
+      g_assert_no_error (fixture->error);
+      g_assert_true (fixture->ok);
+      g_assert_cmpstr (fixture->text->str, ==, "Hello there");
+      g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+      g_assert_cmpuint (n_attempts (fixture), ==, 2);
+
+      attempt = get_attempt (fixture, 0);
+      g_assert_cmpuint (attempt->http_status, ==, 429);
+      g_assert_cmpint (attempt->retry_class, ==, KAGED_RETRY_CLASS_RATE_LIMITED);
+      g_assert_cmpint (attempt->wait_ms, ==, cases[i].expected_ms);
+      g_assert_cmpstr (attempt->wait_source, ==, cases[i].source);
+      g_assert_cmpuint (fixture->slept_ms, ==, cases[i].expected_ms);
+
+      attempt = get_attempt (fixture, 1);
+      g_assert_cmpuint (attempt->http_status, ==, 200);
+      g_assert_null (attempt->error);
+    }
+}
+
+static void
+test_http_wait_beyond_window (Fixture       *fixture,
+                              gconstpointer  user_data)
+{
+  g_autofree char *scenario =
+    g_strdup_printf ("[{\"status\": 429, \"headers\": {\"retry-after\": \"31\"}, \"body\": %s},"
+                     " {\"kind\": \"openai\", \"text\": \"too early\"}]",
+                     openai_rate_limit_body);
+
+  use_server (fixture, "openai", scenario);
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_RATE_LIMITED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+  g_assert_cmpuint (fixture->slept_ms, ==, 0);
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==, WALL_START_MS + 31000);
+  g_assert_true (kaged_provider_error_get_retryable (fixture->error));
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+  g_assert_cmpint (get_attempt (fixture, 0)->wait_ms, ==, 31000);
+  g_assert_cmpstr (get_attempt (fixture, 0)->wait_source, ==, "retry-after");
+}
+
+static void
+test_http_503_jitter (Fixture       *fixture,
+                      gconstpointer  user_data)
+{
+  use_server (fixture, "openai",
+              "[{\"status\": 503, \"body\": {\"error\": {\"message\": \"Service unavailable\"}}}]");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/v1/chat/completions"), ==, 3);
+  g_assert_cmpuint (n_attempts (fixture), ==, 3);
+  g_assert_cmpint (get_attempt (fixture, 0)->wait_ms, >=, 750);
+  g_assert_cmpint (get_attempt (fixture, 0)->wait_ms, <=, 1000);
+  g_assert_cmpint (get_attempt (fixture, 1)->wait_ms, >=, 1500);
+  g_assert_cmpint (get_attempt (fixture, 1)->wait_ms, <=, 2000);
+  g_assert_cmpint (get_attempt (fixture, 2)->wait_ms, ==, 0);
+  for (guint i = 0; i < 3; i++)
+    {
+      g_assert_cmpuint (get_attempt (fixture, i)->http_status, ==, 503);
+      g_assert_cmpint (get_attempt (fixture, i)->retry_class, ==, KAGED_RETRY_CLASS_OVERLOADED);
+    }
+  g_assert_cmpuint (fixture->slept_ms, ==, get_attempt (fixture, 0)->wait_ms + get_attempt (fixture, 1)->wait_ms);
+}
+
+typedef struct
+{
+  const char *kind;
+  guint       status;
+  const char *headers;
+  const char *body;
+  guint       expected_requests;
+  KagedRetryClass retry_class;
+} HttpStatusCase;
+
+static void
+test_http_status_rules (Fixture       *fixture,
+                        gconstpointer  user_data)
+{
+  static const HttpStatusCase cases[] = {
+    { "openai", 408, "{}", "{\"error\": {\"message\": \"Request timeout\"}}", 3, KAGED_RETRY_CLASS_TIMEOUT },
+    { "openai", 409, "{}", "{\"error\": {\"message\": \"Conflict\"}}", 3, KAGED_RETRY_CLASS_NONE },
+    { "openai", 429, "{}", "{\"error\": {\"message\": \"Slow down\", \"code\": \"rate_limit_exceeded\"}}", 3, KAGED_RETRY_CLASS_RATE_LIMITED },
+    { "openai", 500, "{}", "{\"error\": {\"message\": \"Internal error\"}}", 3, KAGED_RETRY_CLASS_SERVER_ERROR },
+    { "openai", 502, "{}", "\"Bad gateway\"", 3, KAGED_RETRY_CLASS_SERVER_ERROR },
+    { "anthropic", 529, "{}", "{\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}", 3, KAGED_RETRY_CLASS_OVERLOADED },
+    { "ollama", 500, "{}", "{\"error\": \"llama runner crashed\"}", 3, KAGED_RETRY_CLASS_SERVER_ERROR },
+    { "openai", 400, "{}", "{\"error\": {\"message\": \"Bad request\", \"type\": \"invalid_request_error\"}}", 1, KAGED_RETRY_CLASS_INVALID_REQUEST },
+    { "openai", 401, "{}", "{\"error\": {\"message\": \"Incorrect API key provided\", \"code\": \"invalid_api_key\"}}", 1, KAGED_RETRY_CLASS_AUTH_FAILED },
+    { "anthropic", 403, "{}", "{\"type\": \"error\", \"error\": {\"type\": \"permission_error\", \"message\": \"No\"}}", 1, KAGED_RETRY_CLASS_AUTH_FAILED },
+    { "ollama", 404, "{}", "{\"error\": \"model \\\"x\\\" not found, try pulling it first\"}", 1, KAGED_RETRY_CLASS_INVALID_REQUEST },
+    { "openai", 422, "{}", "{\"error\": {\"message\": \"Unprocessable\"}}", 1, KAGED_RETRY_CLASS_INVALID_REQUEST },
+    { "openai", 429, "{}", "{\"error\": {\"message\": \"You exceeded your current quota\", \"type\": \"insufficient_quota\", \"code\": \"insufficient_quota\"}}", 1, KAGED_RETRY_CLASS_QUOTA_EXHAUSTED },
+    /* x-should-retry overrides the status rule */
+    { "openai", 400, "{\"x-should-retry\": \"true\"}", "{\"error\": {\"message\": \"Try again\"}}", 3, KAGED_RETRY_CLASS_INVALID_REQUEST },
+    { "openai", 503, "{\"x-should-retry\": \"false\"}", "{\"error\": {\"message\": \"Unavailable\"}}", 1, KAGED_RETRY_CLASS_OVERLOADED },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *scenario =
+        g_strdup_printf ("[{\"status\": %u, \"headers\": %s, \"body\": %s}]",
+                         cases[i].status, cases[i].headers, cases[i].body);
+
+      g_test_message ("%s: HTTP %u %s", cases[i].kind, cases[i].status, cases[i].headers);
+      reset_chat (fixture);
+      use_server (fixture, cases[i].kind, scenario);
+      start_chat (fixture);
+      run_until_done (fixture);
+
+      g_assert_false (fixture->ok);
+      g_assert_nonnull (fixture->error);
+      g_assert_true (fixture->error->domain == KAGED_PROVIDER_ERROR);
+      if (cases[i].retry_class != KAGED_RETRY_CLASS_NONE)
+        g_assert_cmpint (fixture->error->code, ==, cases[i].retry_class);
+      g_assert_cmpuint (kaged_provider_error_get_http_status (fixture->error), ==, cases[i].status);
+      g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, cases[i].expected_requests);
+      g_assert_cmpuint (n_attempts (fixture), ==, cases[i].expected_requests);
+    }
+}
+
+static void
+test_http_connection_refused (Fixture       *fixture,
+                              gconstpointer  user_data)
+{
+  g_autoptr(GSocket) socket = NULL;
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(KagedProvider) inner = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(SoupSession) session = kaged_http_session_new ();
+  g_autofree char *url = NULL;
+
+  /* A port that was free a moment ago and has nobody listening. */
+  socket = g_socket_new (G_SOCKET_FAMILY_IPV4, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP, &error);
+  g_assert_no_error (error);
+  g_socket_bind (socket, address, FALSE, &error);
+  g_assert_no_error (error);
+  bound = g_socket_get_local_address (socket, &error);
+  g_assert_no_error (error);
+  url = g_strdup_printf ("http://127.0.0.1:%u",
+                         g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound)));
+
+  inner = kaged_ollama_provider_new (session, url, "test-model", NULL);
+  g_clear_object (&fixture->retry);
+  fixture->retry = kaged_retry_provider_new (inner, fixture->clock, fixture->random);
+
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+  g_assert_cmpuint (n_attempts (fixture), ==, 3);
+  g_assert_cmpuint (get_attempt (fixture, 0)->http_status, ==, 0);
+  g_assert_cmpstr (get_attempt (fixture, 0)->wait_source, ==, "backoff");
+  soup_session_abort (session);
+}
+
+static void
+test_http_first_delta (Fixture       *fixture,
+                       gconstpointer  user_data)
+{
+  /* The role chunk and one content chunk, then the connection is cut. */
+  use_server (fixture, "openai",
+              "[{\"kind\": \"openai\", \"text\": \"Hello there\", \"chunks\": 2, \"cut_after_chunks\": 2}]");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+  g_assert_cmpstr (fixture->text->str, ==, "Hello");
+  g_assert_true (kaged_chat_has_delta (fixture->chat));
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+  g_assert_cmpuint (fixture->slept_ms, ==, 0);
+}
+
+static void
+test_http_error_event_before_delta (Fixture       *fixture,
+                                    gconstpointer  user_data)
+{
+  /* Anthropic's overloaded_error inside a 200 stream, before any text: still
+   * the open call, so retried. */
+  use_server (fixture, "anthropic",
+              "[{\"kind\": \"anthropic\", \"text\": \"x\","
+              "  \"stream_error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}},"
+              " {\"kind\": \"anthropic\", \"text\": \"Hello there\", \"chunks\": 3}]");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_no_error (fixture->error);
+  g_assert_cmpstr (fixture->text->str, ==, "Hello there");
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+  g_assert_cmpint (get_attempt (fixture, 0)->retry_class, ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpstr (get_attempt (fixture, 0)->wait_source, ==, "backoff");
+}
+
+static void
+test_http_cancel_during_backoff (Fixture       *fixture,
+                                 gconstpointer  user_data)
+{
+  KagedFakeClock *clock = KAGED_FAKE_CLOCK (fixture->clock);
+
+  use_server (fixture, "openai",
+              "[{\"status\": 500, \"body\": {\"error\": {\"message\": \"Internal error\"}}},"
+              " {\"kind\": \"openai\", \"text\": \"never\"}]");
+  start_chat (fixture);
+
+  while (kaged_fake_clock_get_n_pending (clock) == 0 && !fixture->done)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_false (fixture->done);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+
+  g_cancellable_cancel (fixture->cancellable);
+  while (!fixture->done)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_error (fixture->error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  kaged_fake_clock_advance (clock, 60000);
+  for (guint i = 0; i < 50; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+}
+
+static void
+test_http_cancel_during_call (Fixture       *fixture,
+                              gconstpointer  user_data)
+{
+  KagedFakeClock *clock = KAGED_FAKE_CLOCK (fixture->clock);
+
+  use_server (fixture, "anthropic",
+              "[{\"hang\": true}, {\"kind\": \"anthropic\", \"text\": \"never\"}]");
+  start_chat (fixture);
+
+  while (kaged_fake_server_get_n_requests (fixture->server, NULL) == 0)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_false (fixture->done);
+
+  g_cancellable_cancel (fixture->cancellable);
+  while (!fixture->done)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_error (fixture->error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_cmpuint (kaged_fake_clock_get_n_pending (clock), ==, 0);
+  kaged_fake_clock_advance (clock, 60000);
+  for (guint i = 0; i < 50; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+  g_assert_cmpuint (n_attempts (fixture), ==, 1);
+}
+
 static void
 test_defaults (void)
 {
@@ -668,6 +1108,15 @@ main (int   argc,
   ADD ("cancel/during-backoff", test_cancel_during_backoff);
   ADD ("cancel/during-call", test_cancel_during_call);
   ADD ("cancel/before-start", test_cancelled_before_start);
+  ADD ("http/server-wait-forms", test_http_server_wait_forms);
+  ADD ("http/wait-beyond-window", test_http_wait_beyond_window);
+  ADD ("http/503-jitter", test_http_503_jitter);
+  ADD ("http/status-rules", test_http_status_rules);
+  ADD ("http/connection-refused", test_http_connection_refused);
+  ADD ("http/first-delta", test_http_first_delta);
+  ADD ("http/error-event-before-delta", test_http_error_event_before_delta);
+  ADD ("http/cancel-during-backoff", test_http_cancel_during_backoff);
+  ADD ("http/cancel-during-call", test_http_cancel_during_call);
 
 #undef ADD
 

@@ -1,0 +1,129 @@
+/* kaged-session-manager.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+#include "kaged-clock.h"
+#include "kaged-message.h"
+#include "kaged-provider.h"
+#include "kaged-receipt.h"
+#include "kaged-run.h"
+#include "kaged-session.h"
+#include "kaged-spend-limit.h"
+#include "kaged-store.h"
+
+G_BEGIN_DECLS
+
+#define KAGED_ENGINE_ERROR (kaged_engine_error_quark ())
+
+/**
+ * KagedEngineError:
+ * @KAGED_ENGINE_ERROR_EMPTY_CONTENT: the message is empty or only spaces
+ * @KAGED_ENGINE_ERROR_TOO_LARGE: the message is over the size limit
+ * @KAGED_ENGINE_ERROR_INVALID_CONTENT: the message is not valid UTF-8 text
+ * @KAGED_ENGINE_ERROR_NOT_FOUND: no such session, message or run in that session
+ * @KAGED_ENGINE_ERROR_INVALID_ANCHOR: regenerate from an agent, summary or
+ *   superseded message
+ * @KAGED_ENGINE_ERROR_RUN_FINISHED: the run already ended
+ * @KAGED_ENGINE_ERROR_STORE: the database refused the change
+ */
+typedef enum
+{
+  KAGED_ENGINE_ERROR_EMPTY_CONTENT,
+  KAGED_ENGINE_ERROR_TOO_LARGE,
+  KAGED_ENGINE_ERROR_INVALID_CONTENT,
+  KAGED_ENGINE_ERROR_NOT_FOUND,
+  KAGED_ENGINE_ERROR_INVALID_ANCHOR,
+  KAGED_ENGINE_ERROR_RUN_FINISHED,
+  KAGED_ENGINE_ERROR_STORE,
+} KagedEngineError;
+
+#define KAGED_ENGINE_DEFAULT_MAX_CONTENT (1024 * 1024)
+
+/**
+ * KagedProviderFactory:
+ * @user_data: the data given with the factory
+ * @error: where to put why no provider could be built
+ *
+ * Builds the provider a run talks to. The application's factory resolves
+ * the current profile with the resolver, which wraps every provider in the
+ * Tier 1 retry.
+ *
+ * Returns: (transfer full) (nullable): the provider
+ */
+typedef KagedProvider *(*KagedProviderFactory) (gpointer   user_data,
+                                                GError   **error);
+
+#define KAGED_TYPE_SESSION_MANAGER (kaged_session_manager_get_type ())
+
+G_DECLARE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, KAGED, SESSION_MANAGER, GObject)
+
+/*
+ * Signals (all emitted on the main context the manager was created on):
+ *
+ *   ::message-added   (KagedMessage *message)
+ *   ::message-delta   (gint64 session_id, gint64 message_id, gint64 run_id,
+ *                      const char *text)   — coalesced: at most every 50 ms per run
+ *   ::message-changed (KagedMessage *message) — status, error or final content
+ *   ::run-changed     (KagedRun *run)       — queued, running, finished
+ *   ::run-retrying    (KagedRun *run, KagedAttempt *attempt) — a tier-1 attempt
+ *                      failed and another follows after attempt->wait_ms
+ *   ::session-changed (KagedSession *session) — idle/running, title
+ */
+
+GQuark               kaged_engine_error_quark               (void);
+KagedSessionManager *kaged_session_manager_new              (KagedStore           *store,
+                                                             KagedClock           *clock);
+void                 kaged_session_manager_set_provider_factory
+                                                            (KagedSessionManager  *self,
+                                                             KagedProviderFactory  factory,
+                                                             gpointer              user_data,
+                                                             GDestroyNotify        destroy);
+void                 kaged_session_manager_set_spend_limit  (KagedSessionManager  *self,
+                                                             const KagedSpendLimit *spend);
+void                 kaged_session_manager_set_max_content  (KagedSessionManager  *self,
+                                                             gsize                 max_content);
+void                 kaged_session_manager_set_system_prompt (KagedSessionManager *self,
+                                                             const char           *system_prompt);
+void                 kaged_session_manager_resume           (KagedSessionManager  *self);
+KagedStore          *kaged_session_manager_get_store        (KagedSessionManager  *self);
+KagedClock          *kaged_session_manager_get_clock        (KagedSessionManager  *self);
+KagedSession        *kaged_session_manager_create_session   (KagedSessionManager  *self,
+                                                             const char           *title,
+                                                             GError              **error);
+KagedReceipt        *kaged_session_manager_post             (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             const char           *content,
+                                                             GError              **error);
+KagedReceipt        *kaged_session_manager_regenerate       (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                operator_message_id,
+                                                             GError              **error);
+gboolean             kaged_session_manager_cancel           (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                run_id,
+                                                             GError              **error);
+gint64               kaged_session_manager_resolve_anchor   (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                message_id,
+                                                             GError              **error);
+GPtrArray           *kaged_session_manager_list_versions    (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                anchor_id,
+                                                             GError              **error);
+KagedRun            *kaged_session_manager_get_run          (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                run_id,
+                                                             GError              **error);
+KagedRun            *kaged_session_manager_get_latest_run   (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             GError              **error);
+gboolean             kaged_session_manager_is_busy          (KagedSessionManager  *self,
+                                                             gint64                session_id);
+void                 kaged_session_manager_shutdown         (KagedSessionManager  *self);
+
+G_END_DECLS

@@ -1,0 +1,1257 @@
+/* test-engine.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+#include <sqlite3.h>
+
+#include "kaged-fake-server.h"
+#include "kaged-http.h"
+#include "kaged-openai-provider.h"
+#include "kaged-retry.h"
+#include "kaged-session-manager.h"
+
+typedef struct
+{
+  char                *dir;
+  char                *db_path;
+  KagedStore          *store;
+  KagedSessionManager *manager;
+  KagedFakeServer     *server;
+  char                *url;
+  KagedClock          *retry_clock;   /* the Tier 1 clock: fake where a test waits */
+  KagedSession        *session;
+  guint                n_deltas;      /* ::message-delta emissions */
+  GPtrArray           *finished;      /* KagedRun, as ::run-changed reported them */
+} Fixture;
+
+static KagedProvider *
+make_provider (gpointer   user_data,
+               GError   **error)
+{
+  Fixture *fixture = user_data;
+  g_autoptr(KagedProvider) inner = NULL;
+  g_autoptr(KagedRandom) random = kaged_random_new_with_seed (7);
+
+  inner = kaged_openai_provider_new (kaged_http_get_default_session (),
+                                     fixture->url, "test-model", NULL);
+
+  return kaged_retry_provider_new (inner, fixture->retry_clock, random);
+}
+
+static void
+on_delta (KagedSessionManager *manager,
+          gint64               session_id,
+          gint64               message_id,
+          gint64               run_id,
+          const char          *text,
+          Fixture             *fixture)
+{
+  g_assert_true (g_utf8_validate (text, -1, NULL));
+  fixture->n_deltas++;
+}
+
+static void
+on_run_changed (KagedSessionManager *manager,
+                KagedRun            *run,
+                Fixture             *fixture)
+{
+  if (kaged_run_is_finished (run))
+    g_ptr_array_add (fixture->finished, g_object_ref (run));
+}
+
+static void
+fixture_set_scenario (Fixture    *fixture,
+                      const char *scenario)
+{
+  g_autoptr(GError) error = NULL;
+
+  kaged_fake_server_set_scenario (fixture->server, scenario, &error);
+  g_assert_no_error (error);
+  kaged_fake_server_reset (fixture->server);
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  fixture->dir = g_dir_make_tmp ("kaged-engine-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
+
+  fixture->store = kaged_store_open (fixture->db_path, &error);
+  g_assert_no_error (error);
+
+  fixture->server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Hello\"}]", &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (fixture->server, 0, &error);
+  g_assert_no_error (error);
+  fixture->url = kaged_fake_server_get_url (fixture->server);
+
+  fixture->retry_clock = g_object_ref (kaged_clock_get_default ());
+  fixture->finished = g_ptr_array_new_with_free_func (g_object_unref);
+
+  fixture->manager = kaged_session_manager_new (fixture->store, NULL);
+  kaged_session_manager_set_provider_factory (fixture->manager, make_provider, fixture, NULL);
+  g_signal_connect (fixture->manager, "message-delta", G_CALLBACK (on_delta), fixture);
+  g_signal_connect (fixture->manager, "run-changed", G_CALLBACK (on_run_changed), fixture);
+
+  fixture->session = kaged_session_manager_create_session (fixture->manager, "Test", &error);
+  g_assert_no_error (error);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  kaged_session_manager_shutdown (fixture->manager);
+  /* Let cancelled calls wind down. */
+  for (guint i = 0; i < 50; i++)
+    g_main_context_iteration (NULL, FALSE);
+
+  g_clear_object (&fixture->session);
+  g_clear_object (&fixture->manager);
+  g_clear_object (&fixture->store);
+  g_clear_object (&fixture->server);
+  g_clear_object (&fixture->retry_clock);
+  g_clear_pointer (&fixture->finished, g_ptr_array_unref);
+  g_clear_pointer (&fixture->url, g_free);
+
+  {
+    g_autofree char *wal = g_strconcat (fixture->db_path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat (fixture->db_path, "-shm", NULL);
+
+    g_unlink (wal);
+    g_unlink (shm);
+    g_unlink (fixture->db_path);
+    g_rmdir (fixture->dir);
+  }
+  g_clear_pointer (&fixture->db_path, g_free);
+  g_clear_pointer (&fixture->dir, g_free);
+}
+
+static gboolean
+timeout_cb (gpointer user_data)
+{
+  gboolean *timed_out = user_data;
+
+  *timed_out = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+typedef gboolean (*Predicate) (Fixture *fixture, gpointer data);
+
+static void
+wait_until (Fixture   *fixture,
+            Predicate  predicate,
+            gpointer   data)
+{
+  gboolean timed_out = FALSE;
+  guint id = g_timeout_add_seconds (20, timeout_cb, &timed_out);
+
+  while (!predicate (fixture, data) && !timed_out)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_false (timed_out);
+  g_source_remove (id);
+}
+
+static gboolean
+run_finished (Fixture  *fixture,
+              gpointer  data)
+{
+  gint64 run_id = GPOINTER_TO_SIZE (data);
+
+  for (guint i = 0; i < fixture->finished->len; i++)
+    {
+      if (kaged_run_get_id (g_ptr_array_index (fixture->finished, i)) == run_id)
+        return TRUE;
+    }
+
+  return FALSE;
+}
+
+static void
+wait_run (Fixture *fixture,
+          gint64   run_id)
+{
+  wait_until (fixture, run_finished, GSIZE_TO_POINTER (run_id));
+}
+
+static gboolean
+pending_clock (Fixture  *fixture,
+               gpointer  data)
+{
+  return kaged_fake_clock_get_n_pending (KAGED_FAKE_CLOCK (fixture->retry_clock)) > 0;
+}
+
+static KagedRun *
+get_run (Fixture *fixture,
+         gint64   run_id)
+{
+  g_autoptr(GError) error = NULL;
+  KagedRun *run = kaged_store_get_run (fixture->store, run_id, &error);
+
+  g_assert_no_error (error);
+  return run;
+}
+
+static KagedMessage *
+get_reply (Fixture *fixture,
+           gint64   run_id)
+{
+  g_autoptr(GPtrArray) messages = NULL;
+  g_autoptr(GError) error = NULL;
+
+  messages = kaged_store_list_messages (fixture->store, kaged_session_get_id (fixture->session),
+                                        TRUE, 0, G_MAXUINT, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < messages->len; i++)
+    {
+      KagedMessage *message = g_ptr_array_index (messages, i);
+
+      if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT &&
+          kaged_message_get_run_id (message) == run_id)
+        return g_object_ref (message);
+    }
+
+  return NULL;
+}
+
+static KagedReceipt *
+post (Fixture    *fixture,
+      const char *content)
+{
+  g_autoptr(GError) error = NULL;
+  KagedReceipt *receipt;
+
+  receipt = kaged_session_manager_post (fixture->manager, kaged_session_get_id (fixture->session),
+                                        content, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (receipt);
+
+  return receipt;
+}
+
+static guint
+count_messages (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  guint n = 0;
+
+  kaged_store_count_messages (fixture->store, kaged_session_get_id (fixture->session),
+                              TRUE, &n, &error);
+  g_assert_no_error (error);
+
+  return n;
+}
+
+/* Every operator row as raw bytes, straight from the file. */
+static char *
+dump_operator_rows (Fixture *fixture)
+{
+  GString *out = g_string_new (NULL);
+  sqlite3 *db = NULL;
+  sqlite3_stmt *stmt = NULL;
+
+  g_assert_cmpint (sqlite3_open_v2 (fixture->db_path, &db, SQLITE_OPEN_READONLY, NULL), ==,
+                   SQLITE_OK);
+  g_assert_cmpint (sqlite3_prepare_v2 (db, "SELECT * FROM messages WHERE role = 'operator' "
+                                       "ORDER BY id", -1, &stmt, NULL), ==, SQLITE_OK);
+  while (sqlite3_step (stmt) == SQLITE_ROW)
+    {
+      for (int i = 0; i < sqlite3_column_count (stmt); i++)
+        {
+          const void *blob = sqlite3_column_blob (stmt, i);
+          int len = sqlite3_column_bytes (stmt, i);
+
+          g_string_append_printf (out, "%d:", sqlite3_column_type (stmt, i));
+          if (blob != NULL)
+            g_string_append_len (out, blob, len);
+          g_string_append_c (out, '|');
+        }
+      g_string_append_c (out, '\n');
+    }
+  sqlite3_finalize (stmt);
+  sqlite3_close (db);
+
+  return g_string_free (out, FALSE);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+test_post_streams_reply (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  GBytes *body = NULL;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"The capital of France is Paris.\", "
+                        "\"chunks\": 40, \"delay_ms\": 2, "
+                        "\"usage\": {\"input_tokens\": 12, \"output_tokens\": 8}}]");
+
+  receipt = post (fixture, "What is the capital of France?");
+  g_assert_cmpint (receipt->session_id, ==, kaged_session_get_id (fixture->session));
+  g_assert_cmpint (receipt->status, ==, KAGED_RECEIPT_STATUS_DISPATCHED);
+  g_assert_cmpuint (receipt->superseded_message_ids->len, ==, 0);
+  g_assert_true (kaged_session_manager_is_busy (fixture->manager,
+                                                kaged_session_get_id (fixture->session)));
+
+  wait_run (fixture, receipt->run_id);
+
+  run = get_run (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_cmpint (kaged_run_get_anchor_id (run), ==, receipt->message_id);
+  g_assert_cmpint (kaged_run_get_input_tokens (run), ==, 12);
+  g_assert_cmpint (kaged_run_get_output_tokens (run), ==, 8);
+  g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_NONE);
+  g_assert_cmpuint (kaged_run_get_attempts (run)->len, >=, 1);
+
+  reply = get_reply (fixture, receipt->run_id);
+  g_assert_nonnull (reply);
+  g_assert_cmpstr (kaged_message_get_content (reply), ==, "The capital of France is Paris.");
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_COMPLETE);
+
+  /* Deltas were coalesced: far fewer announcements than the 40 pieces. */
+  g_assert_cmpuint (fixture->n_deltas, >=, 1);
+  g_assert_cmpuint (fixture->n_deltas, <, 40);
+
+  /* The operator's words reached the provider. */
+  body = kaged_fake_server_get_last_body (fixture->server, NULL);
+  g_assert_nonnull (body);
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (body, NULL), g_bytes_get_size (body),
+                                  "What is the capital of France?"));
+  g_assert_false (kaged_session_manager_is_busy (fixture->manager,
+                                                 kaged_session_get_id (fixture->session)));
+}
+
+static void
+test_post_refuses_bad_content (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *huge = NULL;
+  KagedReceipt *receipt;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  receipt = kaged_session_manager_post (fixture->manager, session_id, "", &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_EMPTY_CONTENT);
+  g_clear_error (&error);
+
+  receipt = kaged_session_manager_post (fixture->manager, session_id, "  \n\t \u00a0 ", &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_EMPTY_CONTENT);
+  g_clear_error (&error);
+
+  huge = g_malloc (KAGED_ENGINE_DEFAULT_MAX_CONTENT + 2);
+  memset (huge, 'a', KAGED_ENGINE_DEFAULT_MAX_CONTENT + 1);
+  huge[KAGED_ENGINE_DEFAULT_MAX_CONTENT + 1] = '\0';
+  receipt = kaged_session_manager_post (fixture->manager, session_id, huge, &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_TOO_LARGE);
+  g_clear_error (&error);
+
+  receipt = kaged_session_manager_post (fixture->manager, session_id, "\xff\xfe bad", &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_INVALID_CONTENT);
+  g_clear_error (&error);
+
+  receipt = kaged_session_manager_post (fixture->manager, 9999, "Hello", &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
+  g_assert_cmpuint (count_messages (fixture), ==, 0);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 0);
+}
+
+static void
+test_second_post_is_queued (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedRun) first_run = NULL;
+  g_autoptr(KagedRun) second_run = NULL;
+  g_autoptr(KagedMessage) first_reply = NULL;
+  g_autoptr(KagedMessage) second_reply = NULL;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"One\", \"chunks\": 5, \"delay_ms\": 20},"
+                        " {\"kind\": \"openai\", \"text\": \"Two\"}]");
+
+  first = post (fixture, "First question");
+  second = post (fixture, "Second question");
+  g_assert_cmpint (first->status, ==, KAGED_RECEIPT_STATUS_DISPATCHED);
+  g_assert_cmpint (second->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  second_run = get_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (second_run), ==, KAGED_RUN_STATUS_QUEUED);
+  g_clear_object (&second_run);
+
+  wait_run (fixture, second->run_id);
+
+  first_run = get_run (fixture, first->run_id);
+  second_run = get_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (first_run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_cmpint (kaged_run_get_status (second_run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  /* FIFO: the second started only after the first ended. */
+  g_assert_cmpint (kaged_run_get_started_at (second_run), >=,
+                   kaged_run_get_finished_at (first_run));
+
+  first_reply = get_reply (fixture, first->run_id);
+  second_reply = get_reply (fixture, second->run_id);
+  g_assert_cmpstr (kaged_message_get_content (first_reply), ==, "One");
+  g_assert_cmpstr (kaged_message_get_content (second_reply), ==, "Two");
+  g_assert_cmpint (kaged_message_get_id (first_reply), <, second->message_id);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+}
+
+static gboolean
+reply_has_text (Fixture  *fixture,
+                gpointer  data)
+{
+  return fixture->n_deltas > 0;
+}
+
+static void
+assert_cancelled (Fixture    *fixture,
+                  gint64      run_id,
+                  const char *partial)
+{
+  g_autoptr(KagedRun) run = get_run (fixture, run_id);
+  g_autoptr(KagedMessage) reply = get_reply (fixture, run_id);
+
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_CANCELLED);
+  g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_NONE);
+  g_assert_false (kaged_run_get_retryable (run));
+  g_assert_null (kaged_run_get_error_message (run));
+
+  if (partial == NULL)
+    return;
+
+  g_assert_nonnull (reply);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_CANCELLED);
+  g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_NONE);
+  g_assert_true (g_str_has_prefix (kaged_message_get_content (reply), partial));
+}
+
+static void
+test_cancel_during_stream (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedReceipt) next = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"Partial answer that never ends\", "
+                        "\"chunks\": 6, \"hang_after_chunks\": 3},"
+                        " {\"kind\": \"openai\", \"text\": \"Next\"}]");
+
+  receipt = post (fixture, "Tell me a long story");
+  next = post (fixture, "And another");
+  wait_until (fixture, reply_has_text, NULL);
+
+  g_assert_true (kaged_session_manager_cancel (fixture->manager, session_id, receipt->run_id,
+                                               &error));
+  g_assert_no_error (error);
+  wait_run (fixture, receipt->run_id);
+  assert_cancelled (fixture, receipt->run_id, "Part");
+
+  /* The queued run starts next and succeeds. */
+  wait_run (fixture, next->run_id);
+  {
+    g_autoptr(KagedRun) run = get_run (fixture, next->run_id);
+    g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  }
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+
+  /* Cancelling a finished run changes nothing and says so. */
+  g_assert_false (kaged_session_manager_cancel (fixture->manager, session_id, receipt->run_id,
+                                                &error));
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_RUN_FINISHED);
+  g_clear_error (&error);
+  g_assert_false (kaged_session_manager_cancel (fixture->manager, session_id, 4242, &error));
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+}
+
+static void
+test_cancel_during_retry_sleep (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedRun) run = NULL;
+
+  g_clear_object (&fixture->retry_clock);
+  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
+
+  fixture_set_scenario (fixture, "[{\"status\": 503, \"body\": {\"error\": {\"message\": "
+                                 "\"Service unavailable\", \"type\": \"server_error\"}}}]");
+
+  receipt = post (fixture, "Hello?");
+  /* The first attempt failed and Tier 1 sleeps before the second. */
+  wait_until (fixture, pending_clock, NULL);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+
+  g_assert_true (kaged_session_manager_cancel (fixture->manager,
+                                               kaged_session_get_id (fixture->session),
+                                               receipt->run_id, &error));
+  g_assert_no_error (error);
+  wait_run (fixture, receipt->run_id);
+
+  /* Even once the sleep would have ended, nothing more is sent. */
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->retry_clock), 60000);
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+
+  assert_cancelled (fixture, receipt->run_id, "");
+  run = get_run (fixture, receipt->run_id);
+  g_assert_cmpuint (kaged_run_get_attempts (run)->len, ==, 1);
+}
+
+static void
+test_cancel_queued (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"Slow one\", \"chunks\": 4, "
+                        "\"delay_ms\": 30}]");
+
+  first = post (fixture, "First");
+  second = post (fixture, "Second");
+  g_assert_true (kaged_session_manager_cancel (fixture->manager, session_id, second->run_id,
+                                               &error));
+  g_assert_no_error (error);
+  assert_cancelled (fixture, second->run_id, NULL);
+
+  wait_run (fixture, first->run_id);
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+
+  /* The dropped run never reached the provider and has no reply. */
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+  g_assert_null (get_reply (fixture, second->run_id));
+  g_assert_false (kaged_session_manager_is_busy (fixture->manager, session_id));
+}
+
+static void
+test_failure_is_classified (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+
+  g_clear_object (&fixture->retry_clock);
+  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
+
+  fixture_set_scenario (fixture,
+                        "[{\"status\": 529, \"headers\": {\"request-id\": \"req_529\"}, "
+                        "\"body\": {\"type\": \"error\", \"error\": {\"type\": "
+                        "\"overloaded_error\", \"message\": \"Overloaded\"}}}]");
+
+  receipt = post (fixture, "Are you there?");
+
+  /* Drive Tier 1's two backoffs on its fake clock. */
+  while (!run_finished (fixture, GSIZE_TO_POINTER (receipt->run_id)))
+    {
+      KagedFakeClock *clock = KAGED_FAKE_CLOCK (fixture->retry_clock);
+
+      g_main_context_iteration (NULL, TRUE);
+      if (kaged_fake_clock_get_n_pending (clock) > 0)
+        kaged_fake_clock_advance (clock, kaged_fake_clock_next_deadline (clock));
+    }
+
+  run = get_run (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_true (kaged_run_get_retryable (run));
+  g_assert_cmpuint (kaged_run_get_http_status (run), ==, 529);
+  g_assert_nonnull (kaged_run_get_error_message (run));
+  g_assert_cmpuint (kaged_run_get_attempts (run)->len, ==, 3);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 3);
+
+  /* The reply carries the run's classification for the wire. */
+  reply = get_reply (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_FAILED);
+  g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_true (kaged_message_get_retryable (reply));
+  g_assert_cmpint (kaged_message_get_run_id (reply), ==, receipt->run_id);
+}
+
+static void
+test_regenerate_latest_while_running (Fixture       *fixture,
+                                      gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedReceipt) regen = NULL;
+  g_autoptr(KagedMessage) old_reply = NULL;
+  g_autoptr(KagedMessage) new_reply = NULL;
+  g_autoptr(GPtrArray) versions = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  guint n_messages;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"First answer\"},"
+                        " {\"kind\": \"openai\", \"text\": \"Endless\", \"chunks\": 4, "
+                        "  \"hang_after_chunks\": 2},"
+                        " {\"kind\": \"openai\", \"text\": \"Better answer\"}]");
+
+  first = post (fixture, "Question one");
+  wait_run (fixture, first->run_id);
+  second = post (fixture, "Question two");
+  fixture->n_deltas = 0;
+  wait_until (fixture, reply_has_text, NULL);
+
+  before = dump_operator_rows (fixture);
+  n_messages = count_messages (fixture);
+
+  regen = kaged_session_manager_regenerate (fixture->manager, session_id, second->message_id,
+                                            &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (regen->session_id, ==, session_id);
+  g_assert_cmpint (regen->message_id, ==, second->message_id);
+  g_assert_cmpint (regen->run_id, !=, second->run_id);
+  g_assert_cmpint (regen->status, ==, KAGED_RECEIPT_STATUS_DISPATCHED);
+
+  /* Only the streaming reply came after the anchor. */
+  old_reply = get_reply (fixture, second->run_id);
+  g_assert_cmpuint (regen->superseded_message_ids->len, ==, 1);
+  g_assert_cmpint (g_array_index (regen->superseded_message_ids, gint64, 0), ==,
+                   kaged_message_get_id (old_reply));
+  g_clear_object (&old_reply);
+
+  wait_run (fixture, regen->run_id);
+  assert_cancelled (fixture, second->run_id, "");
+
+  old_reply = get_reply (fixture, second->run_id);
+  g_assert_true (kaged_message_is_superseded (old_reply));
+  g_assert_cmpint (kaged_message_get_superseded_by_run (old_reply), ==, regen->run_id);
+
+  new_reply = get_reply (fixture, regen->run_id);
+  g_assert_cmpstr (kaged_message_get_content (new_reply), ==, "Better answer");
+  g_assert_false (kaged_message_is_superseded (new_reply));
+
+  /* No operator row was added or changed; nothing was deleted. */
+  after = dump_operator_rows (fixture);
+  g_assert_cmpstr (before, ==, after);
+  g_assert_cmpuint (count_messages (fixture), ==, n_messages + 1);
+
+  /* Both versions of the reply, in order, for the pager. */
+  versions = kaged_session_manager_list_versions (fixture->manager, session_id,
+                                                  second->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 2);
+  g_assert_cmpint (kaged_message_get_run_id (g_ptr_array_index (versions, 0)), ==, second->run_id);
+  g_assert_cmpint (kaged_message_get_run_id (g_ptr_array_index (versions, 1)), ==, regen->run_id);
+
+  /* An agent reply resolves to the operator message that produced it. */
+  g_assert_cmpint (kaged_session_manager_resolve_anchor (fixture->manager, session_id,
+                                                         kaged_message_get_id (new_reply),
+                                                         &error), ==, second->message_id);
+  g_assert_no_error (error);
+}
+
+static void
+test_regenerate_earlier (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedReceipt) third = NULL;
+  g_autoptr(KagedReceipt) regen = NULL;
+  g_autoptr(GPtrArray) current = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedMessage) first_reply = NULL;
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  GBytes *body = NULL;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"A1\"},"
+                        " {\"kind\": \"openai\", \"text\": \"A2\"},"
+                        " {\"kind\": \"openai\", \"text\": \"never\", \"chunks\": 3, "
+                        "  \"hang_after_chunks\": 2},"
+                        " {\"kind\": \"openai\", \"text\": \"A1 again\"}]");
+
+  first = post (fixture, "Q1");
+  wait_run (fixture, first->run_id);
+  second = post (fixture, "Q2");
+  wait_run (fixture, second->run_id);
+  third = post (fixture, "Q3");
+  fixture->n_deltas = 0;
+  wait_until (fixture, reply_has_text, NULL);
+
+  before = dump_operator_rows (fixture);
+  first_reply = get_reply (fixture, first->run_id);
+
+  regen = kaged_session_manager_regenerate (fixture->manager, session_id, first->message_id,
+                                            &error);
+  g_assert_no_error (error);
+
+  /* A1, Q2, A2, Q3 and the streaming A3: everything after Q1. */
+  g_assert_cmpuint (regen->superseded_message_ids->len, ==, 5);
+  g_assert_cmpint (g_array_index (regen->superseded_message_ids, gint64, 0), ==,
+                   kaged_message_get_id (first_reply));
+  g_assert_cmpint (g_array_index (regen->superseded_message_ids, gint64, 1), ==,
+                   second->message_id);
+  g_assert_cmpint (g_array_index (regen->superseded_message_ids, gint64, 3), ==,
+                   third->message_id);
+
+  wait_run (fixture, regen->run_id);
+  assert_cancelled (fixture, third->run_id, "");
+
+  current = kaged_store_list_messages (fixture->store, session_id, FALSE, 0, G_MAXUINT, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (current->len, ==, 2);
+  g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (current, 0)), ==, first->message_id);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (current, 1)), ==, "A1 again");
+
+  /* The new run sent only Q1 as context. */
+  body = kaged_fake_server_get_last_body (fixture->server, NULL);
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (body, NULL), g_bytes_get_size (body), "Q1"));
+  g_assert_null (g_strstr_len (g_bytes_get_data (body, NULL), g_bytes_get_size (body), "Q2"));
+
+  after = dump_operator_rows (fixture);
+  g_assert_cmpstr (before, ==, after);
+}
+
+static void
+test_regenerate_invalid (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedReceipt) regen = NULL;
+  g_autoptr(KagedSession) other = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  guint n_messages;
+  guint n_requests;
+  KagedReceipt *receipt;
+
+  fixture_set_scenario (fixture, "[{\"kind\": \"openai\", \"text\": \"Fine\"}]");
+
+  first = post (fixture, "Q1");
+  wait_run (fixture, first->run_id);
+  second = post (fixture, "Q2");
+  wait_run (fixture, second->run_id);
+  regen = kaged_session_manager_regenerate (fixture->manager, session_id, first->message_id,
+                                            &error);
+  g_assert_no_error (error);
+  wait_run (fixture, regen->run_id);
+
+  other = kaged_session_manager_create_session (fixture->manager, "Other", &error);
+  g_assert_no_error (error);
+
+  before = dump_operator_rows (fixture);
+  n_messages = count_messages (fixture);
+  n_requests = kaged_fake_server_get_n_requests (fixture->server, NULL);
+  reply = get_reply (fixture, regen->run_id);
+
+  /* Unknown message */
+  receipt = kaged_session_manager_regenerate (fixture->manager, session_id, 987654, &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
+  /* A message of another session */
+  receipt = kaged_session_manager_regenerate (fixture->manager, kaged_session_get_id (other),
+                                              first->message_id, &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
+  /* Unknown session */
+  receipt = kaged_session_manager_regenerate (fixture->manager, 31337, first->message_id, &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
+  /* An agent reply as anchor */
+  receipt = kaged_session_manager_regenerate (fixture->manager, session_id,
+                                              kaged_message_get_id (reply), &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_INVALID_ANCHOR);
+  g_clear_error (&error);
+
+  /* A superseded operator message as anchor */
+  receipt = kaged_session_manager_regenerate (fixture->manager, session_id, second->message_id,
+                                              &error);
+  g_assert_null (receipt);
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_INVALID_ANCHOR);
+  g_clear_error (&error);
+
+  after = dump_operator_rows (fixture);
+  g_assert_cmpstr (before, ==, after);
+  g_assert_cmpuint (count_messages (fixture), ==, n_messages);
+  for (guint i = 0; i < 10; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, n_requests);
+  g_assert_false (kaged_session_manager_is_busy (fixture->manager, session_id));
+}
+
+static void
+test_context_overflow_compacts (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  g_autoptr(KagedMessage) q1 = NULL;
+  g_autoptr(GPtrArray) current = NULL;
+  g_autoptr(GError) error = NULL;
+  gboolean found_summary = FALSE;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"Long first answer\"},"
+                        " {\"status\": 400, \"body\": {\"error\": {\"message\": \"This model's "
+                        "  maximum context length is 8192 tokens.\", \"type\": "
+                        "  \"invalid_request_error\", \"code\": \"context_length_exceeded\"}}},"
+                        " {\"kind\": \"openai\", \"text\": \"The user asked a long question.\"},"
+                        " {\"kind\": \"openai\", \"text\": \"Short second answer\"}]");
+
+  first = post (fixture, "Long first question");
+  wait_run (fixture, first->run_id);
+  second = post (fixture, "Second question");
+  wait_run (fixture, second->run_id);
+
+  run = get_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  /* The overflowing attempt, the summary's and the re-run's are all logged. */
+  g_assert_cmpuint (kaged_run_get_attempts (run)->len, >=, 3);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 4);
+
+  reply = get_reply (fixture, second->run_id);
+  g_assert_cmpstr (kaged_message_get_content (reply), ==, "Short second answer");
+
+  /* The original is kept, marked compacted, and a summary stands for it. */
+  q1 = kaged_store_get_message (fixture->store, first->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (kaged_message_get_content (q1), ==, "Long first question");
+  g_assert_true (kaged_message_get_compacted (q1));
+
+  current = kaged_store_list_messages (fixture->store, session_id, FALSE, 0, G_MAXUINT, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < current->len; i++)
+    {
+      KagedMessage *message = g_ptr_array_index (current, i);
+
+      if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_SUMMARY)
+        {
+          g_assert_cmpstr (kaged_message_get_content (message), ==,
+                           "The user asked a long question.");
+          found_summary = TRUE;
+        }
+    }
+  g_assert_true (found_summary);
+}
+
+static void
+test_context_overflow_twice (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"First answer\"},"
+                        " {\"status\": 400, \"body\": {\"error\": {\"message\": \"too long\", "
+                        "  \"type\": \"invalid_request_error\", \"code\": \"context_length_exceeded\"}}},"
+                        " {\"kind\": \"openai\", \"text\": \"A summary.\"},"
+                        " {\"status\": 400, \"body\": {\"error\": {\"message\": \"still too long\", "
+                        "  \"type\": \"invalid_request_error\", \"code\": \"context_length_exceeded\"}}}]");
+
+  first = post (fixture, "First question");
+  wait_run (fixture, first->run_id);
+  second = post (fixture, "Second question");
+  wait_run (fixture, second->run_id);
+
+  run = get_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_CONTEXT_OVERFLOW);
+  g_assert_false (kaged_run_get_retryable (run));
+  g_assert_cmpuint (kaged_run_get_attempts (run)->len, >=, 3);
+  /* Exactly one re-run: no fifth request. */
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 4);
+
+  reply = get_reply (fixture, second->run_id);
+  g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_CONTEXT_OVERFLOW);
+  g_assert_false (kaged_message_get_retryable (reply));
+}
+
+static void
+test_context_overflow_summary_overflows (Fixture       *fixture,
+                                         gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) q1 = NULL;
+  GBytes *body = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *overflow = "{\"status\": 400, \"body\": {\"error\": {\"message\": \"too long\", "
+                         "\"type\": \"invalid_request_error\", \"code\": \"context_length_exceeded\"}}}";
+  g_autofree char *scenario =
+    g_strdup_printf ("[{\"kind\": \"openai\", \"text\": \"First answer\"}, %s, %s, "
+                     "{\"kind\": \"openai\", \"text\": \"Answer without the old turns\"}]",
+                     overflow, overflow);
+
+  fixture_set_scenario (fixture, scenario);
+
+  first = post (fixture, "An enormous first question");
+  wait_run (fixture, first->run_id);
+  second = post (fixture, "Second question");
+  wait_run (fixture, second->run_id);
+
+  run = get_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+
+  /* The oldest turn was left out of the re-run, and kept in the store. */
+  q1 = kaged_store_get_message (fixture->store, first->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_true (kaged_message_get_compacted (q1));
+  body = kaged_fake_server_get_last_body (fixture->server, NULL);
+  g_assert_null (g_strstr_len (g_bytes_get_data (body, NULL), g_bytes_get_size (body),
+                               "An enormous first question"));
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (body, NULL), g_bytes_get_size (body),
+                                  "Second question"));
+}
+
+static void
+test_spend_limit (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  KagedSpendLimit spend = {
+    .period = KAGED_SPEND_PERIOD_DAILY,
+    .limit = 1.0,
+    .input_price = 1000.0,   /* per million tokens */
+    .output_price = 2000.0,
+  };
+
+  kaged_session_manager_set_spend_limit (fixture->manager, &spend);
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"Costly\", "
+                        "\"usage\": {\"input_tokens\": 600, \"output_tokens\": 300}}]");
+
+  /* 600 × 1000 + 300 × 2000 per million: 1.20, over the limit of 1.00. */
+  first = post (fixture, "Expensive question");
+  wait_run (fixture, first->run_id);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+
+  second = post (fixture, "One more");
+  wait_run (fixture, second->run_id);
+
+  run = get_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_SPEND_LIMIT_EXCEEDED);
+  g_assert_false (kaged_run_get_retryable (run));
+  reply = get_reply (fixture, second->run_id);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_FAILED);
+  g_assert_nonnull (kaged_message_get_error_message (reply));
+
+  /* No request was sent for it. */
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+}
+
+/* ------------------------------------------------------------------------
+ * Crash safety: a child process streams replies and is killed at random
+ * moments; every operator message it reported stored survives, the file
+ * opens, and the interrupted run is recovered.
+ * ------------------------------------------------------------------------ */
+
+static void
+child_run_finished (KagedSessionManager *manager,
+                    KagedRun            *run,
+                    gpointer             user_data)
+{
+  gint64 session_id = GPOINTER_TO_SIZE (user_data);
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autofree char *content = NULL;
+
+  if (!kaged_run_is_finished (run))
+    return;
+
+  content = g_strdup_printf ("Question %" G_GINT64_FORMAT, g_get_monotonic_time ());
+  receipt = kaged_session_manager_post (manager, session_id, content, NULL);
+  if (receipt == NULL)
+    exit (3);
+
+  printf ("posted %" G_GINT64_FORMAT " %s\n", receipt->message_id, content);
+  fflush (stdout);
+}
+
+static int
+crash_child (const char *db_path)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedFakeServer) server = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(GPtrArray) sessions = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  Fixture fixture = { 0 };
+
+  store = kaged_store_open (db_path, &error);
+  if (store == NULL)
+    {
+      g_printerr ("child: %s\n", error->message);
+      return 2;
+    }
+
+  server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"A fairly long answer that "
+                                  "streams in many small pieces so the kill lands mid-stream.\", "
+                                  "\"chunks\": 60, \"delay_ms\": 3}]", &error);
+  if (server == NULL || !kaged_fake_server_listen (server, 0, &error))
+    return 2;
+
+  fixture.url = kaged_fake_server_get_url (server);
+  fixture.retry_clock = kaged_clock_get_default ();
+
+  manager = kaged_session_manager_new (store, NULL);
+  kaged_session_manager_set_provider_factory (manager, make_provider, &fixture, NULL);
+
+  sessions = kaged_store_list_sessions (store, NULL);
+  if (sessions != NULL && sessions->len > 0)
+    session = g_object_ref (g_ptr_array_index (sessions, 0));
+  else
+    session = kaged_session_manager_create_session (manager, "Crash", NULL);
+
+  g_signal_connect (manager, "run-changed", G_CALLBACK (child_run_finished),
+                    GSIZE_TO_POINTER (kaged_session_get_id (session)));
+
+  {
+    g_autoptr(KagedReceipt) receipt =
+      kaged_session_manager_post (manager, kaged_session_get_id (session), "Question start", NULL);
+
+    if (receipt == NULL)
+      return 3;
+    printf ("posted %" G_GINT64_FORMAT " Question start\n", receipt->message_id);
+    fflush (stdout);
+  }
+
+  g_main_loop_run (loop);
+  g_free (fixture.url);
+
+  return 0;
+}
+
+static const char *self_path;
+
+static void
+test_sigkill_recovery (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("kaged-crash-XXXXXX", &error);
+  g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
+  g_autoptr(GHashTable) posted = g_hash_table_new_full (g_int64_hash, g_int64_equal,
+                                                        g_free, g_free);
+  GRand *rand = g_rand_new_with_seed (g_test_rand_int ());
+  guint n_interrupted = 0;
+
+  g_assert_no_error (error);
+
+  for (guint round = 0; round < 20; round++)
+    {
+      const char *argv[] = { self_path, "--crash-child", db_path, NULL };
+      g_autoptr(KagedStore) store = NULL;
+      g_autoptr(GPtrArray) messages = NULL;
+      GPid pid;
+      int out_fd;
+      int status;
+      g_autoptr(GIOChannel) channel = NULL;
+      char *line = NULL;
+
+      g_spawn_async_with_pipes (NULL, (char **)argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
+                                &pid, NULL, &out_fd, NULL, &error);
+      g_assert_no_error (error);
+
+      g_usleep (g_rand_int_range (rand, 80, 500) * 1000);
+      kill (pid, SIGKILL);
+      g_assert_cmpint (waitpid (pid, &status, 0), ==, pid);
+      g_spawn_close_pid (pid);
+      g_assert_true (WIFSIGNALED (status));
+
+      /* Everything the child said it stored before it died. */
+      channel = g_io_channel_unix_new (out_fd);
+      g_io_channel_set_close_on_unref (channel, TRUE);
+      while (g_io_channel_read_line (channel, &line, NULL, NULL, NULL) == G_IO_STATUS_NORMAL)
+        {
+          gint64 id = 0;
+          char content[128] = { 0 };
+
+          if (sscanf (line, "posted %" G_GINT64_FORMAT " %127[^\n]", &id, content) == 2)
+            g_hash_table_insert (posted, g_memdup2 (&id, sizeof id), g_strdup (content));
+          g_free (line);
+        }
+
+      /* The file opens, is intact and the interrupted run is recovered. */
+      store = kaged_store_open (db_path, &error);
+      g_assert_no_error (error);
+
+      {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *stmt = NULL;
+
+        g_assert_cmpint (sqlite3_open_v2 (db_path, &db, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+        g_assert_cmpint (sqlite3_prepare_v2 (db, "PRAGMA integrity_check", -1, &stmt, NULL), ==,
+                         SQLITE_OK);
+        g_assert_cmpint (sqlite3_step (stmt), ==, SQLITE_ROW);
+        g_assert_cmpstr ((const char *)sqlite3_column_text (stmt, 0), ==, "ok");
+        sqlite3_finalize (stmt);
+
+        g_assert_cmpint (sqlite3_prepare_v2 (db, "SELECT COUNT(*) FROM runs WHERE status = 'running'",
+                                             -1, &stmt, NULL), ==, SQLITE_OK);
+        g_assert_cmpint (sqlite3_step (stmt), ==, SQLITE_ROW);
+        g_assert_cmpint (sqlite3_column_int (stmt, 0), ==, 0);
+        sqlite3_finalize (stmt);
+        sqlite3_close (db);
+      }
+
+      {
+        GPtrArray *interrupted = kaged_store_get_interrupted_runs (store);
+
+        for (guint i = 0; interrupted != NULL && i < interrupted->len; i++)
+          {
+            KagedRun *run = g_ptr_array_index (interrupted, i);
+
+            g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_FAILED);
+            g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_INTERRUPTED);
+            g_assert_false (kaged_run_get_retryable (run));
+            n_interrupted++;
+          }
+      }
+
+      {
+        g_autoptr(GPtrArray) sessions = kaged_store_list_sessions (store, &error);
+        GHashTableIter iter;
+        gpointer key, value;
+
+        g_assert_no_error (error);
+        if (g_hash_table_size (posted) == 0)
+          continue;
+        g_assert_cmpuint (sessions->len, ==, 1);
+
+        messages = kaged_store_list_messages (store,
+                                              kaged_session_get_id (g_ptr_array_index (sessions, 0)),
+                                              TRUE, 0, G_MAXUINT, &error);
+        g_assert_no_error (error);
+
+        g_hash_table_iter_init (&iter, posted);
+        while (g_hash_table_iter_next (&iter, &key, &value))
+          {
+            g_autoptr(KagedMessage) message = kaged_store_get_message (store, *(gint64 *)key, &error);
+
+            g_assert_no_error (error);
+            g_assert_cmpint (kaged_message_get_role (message), ==, KAGED_MESSAGE_ROLE_OPERATOR);
+            g_assert_cmpstr (kaged_message_get_content (message), ==, value);
+          }
+
+        for (guint i = 0; i < messages->len; i++)
+          {
+            KagedMessage *message = g_ptr_array_index (messages, i);
+
+            g_assert_cmpint (kaged_message_get_status (message), !=, KAGED_MESSAGE_STATUS_STREAMING);
+            if (kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_INTERRUPTED)
+              g_assert_true (g_str_has_prefix ("A fairly long answer that streams in many small "
+                                               "pieces so the kill lands mid-stream.",
+                                               kaged_message_get_content (message)));
+          }
+      }
+    }
+
+  g_assert_cmpuint (g_hash_table_size (posted), >, 0);
+  g_test_message ("%u operator messages survived 20 kills; %u interrupted runs recovered",
+                  g_hash_table_size (posted), n_interrupted);
+  g_assert_cmpuint (n_interrupted, >, 0);
+
+  g_rand_free (rand);
+  {
+    g_autofree char *wal = g_strconcat (db_path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat (db_path, "-shm", NULL);
+
+    g_unlink (wal);
+    g_unlink (shm);
+    g_unlink (db_path);
+    g_rmdir (dir);
+  }
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  if (argc == 3 && g_str_equal (argv[1], "--crash-child"))
+    return crash_child (argv[2]);
+
+  self_path = argv[0];
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(path, func) \
+  g_test_add ("/engine/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+
+  ADD ("post/streams-reply", test_post_streams_reply);
+  ADD ("post/refuses-bad-content", test_post_refuses_bad_content);
+  ADD ("post/second-is-queued", test_second_post_is_queued);
+  ADD ("cancel/during-stream", test_cancel_during_stream);
+  ADD ("cancel/during-retry-sleep", test_cancel_during_retry_sleep);
+  ADD ("cancel/queued", test_cancel_queued);
+  ADD ("run/failure-is-classified", test_failure_is_classified);
+  ADD ("regenerate/latest-while-running", test_regenerate_latest_while_running);
+  ADD ("regenerate/earlier", test_regenerate_earlier);
+  ADD ("regenerate/invalid", test_regenerate_invalid);
+  ADD ("overflow/compacts", test_context_overflow_compacts);
+  ADD ("overflow/twice", test_context_overflow_twice);
+  ADD ("overflow/summary-overflows", test_context_overflow_summary_overflows);
+  ADD ("spend-limit/blocks", test_spend_limit);
+
+#undef ADD
+
+  g_test_add_func ("/engine/crash/sigkill-recovery", test_sigkill_recovery);
+
+  return g_test_run ();
+}

@@ -93,7 +93,7 @@ static const char schema_v1[] =
   ");\n"
   "CREATE INDEX runs_by_session ON runs (session_id, status);\n"
   "CREATE INDEX runs_by_anchor ON runs (anchor_id);\n"
-  "CREATE INDEX runs_unfinished ON runs (status) WHERE status IN ('queued', 'running');\n"
+  "CREATE INDEX runs_by_status ON runs (status);\n"
 
   "CREATE TABLE attempts (\n"
   "  run_id      INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,\n"
@@ -107,11 +107,17 @@ static const char schema_v1[] =
   "  PRIMARY KEY (run_id, seq)\n"
   ") WITHOUT ROWID;\n"
 
-  /* run_id names a run of the same session; both go with the session. */
+  /* Rows are written only for existing messages and removed with them by
+   * a trigger: a foreign key here would cost a read of every superseded
+   * message row. run_id names a run of the same session. */
   "CREATE TABLE message_supersessions (\n"
-  "  message_id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,\n"
+  "  message_id INTEGER PRIMARY KEY,\n"
   "  run_id     INTEGER NOT NULL\n"
   ");\n"
+  "CREATE TRIGGER message_supersessions_go_with_message AFTER DELETE ON messages\n"
+  "BEGIN\n"
+  "  DELETE FROM message_supersessions WHERE message_id = OLD.id;\n"
+  "END;\n"
 
   "CREATE TRIGGER operator_messages_immutable BEFORE UPDATE ON messages\n"
   "  WHEN OLD.role = 'operator' OR NEW.role = 'operator'\n"
@@ -129,9 +135,13 @@ static const char schema_v1[] =
 /* Version 2: compaction marks and the Tier 2 scheduler's state. */
 static const char schema_v2[] =
   "CREATE TABLE message_compactions (\n"
-  "  message_id INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,\n"
+  "  message_id INTEGER PRIMARY KEY,\n"
   "  summary_id INTEGER NOT NULL\n"
   ");\n"
+  "CREATE TRIGGER message_compactions_go_with_message AFTER DELETE ON messages\n"
+  "BEGIN\n"
+  "  DELETE FROM message_compactions WHERE message_id = OLD.id;\n"
+  "END;\n"
 
   "CREATE TABLE retry_states (\n"
   "  session_id       INTEGER PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,\n"

@@ -18,6 +18,7 @@
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
 #include "kaged-openai-provider.h"
+#include "kaged-keyring.h"
 #include "kaged-retry.h"
 #include "kaged-session-manager.h"
 
@@ -33,20 +34,28 @@ typedef struct
   KagedSession        *session;
   guint                n_deltas;      /* ::message-delta emissions */
   GPtrArray           *finished;      /* KagedRun, as ::run-changed reported them */
+  double               input_price;
+  double               output_price;
 } Fixture;
 
-static KagedProvider *
-make_provider (gpointer   user_data,
-               GError   **error)
+/* Runs reach the fake server as an OpenAI-compatible profile on 127.0.0.1,
+ * resolved like the application does: behind Tier 1. */
+static void
+fixture_set_model (Fixture                *fixture,
+                   KagedSessionManager    *manager)
 {
-  Fixture *fixture = user_data;
-  g_autoptr(KagedProvider) inner = NULL;
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
   g_autoptr(KagedRandom) random = kaged_random_new_with_seed (7);
+  g_autoptr(KagedResolver) resolver = NULL;
+  g_autoptr(KagedProfile) profile = NULL;
 
-  inner = kaged_openai_provider_new (kaged_http_get_default_session (),
-                                     fixture->url, "test-model", NULL);
+  resolver = kaged_resolver_new_full (kaged_http_get_default_session (), keyring,
+                                      fixture->retry_clock, random);
+  profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, fixture->url, "test-model");
+  kaged_profile_set_input_price (profile, fixture->input_price);
+  kaged_profile_set_output_price (profile, fixture->output_price);
 
-  return kaged_retry_provider_new (inner, fixture->retry_clock, random);
+  kaged_session_manager_set_model (manager, resolver, profile);
 }
 
 static void
@@ -104,7 +113,7 @@ fixture_set_up (Fixture       *fixture,
   fixture->finished = g_ptr_array_new_with_free_func (g_object_unref);
 
   fixture->manager = kaged_session_manager_new (fixture->store, NULL);
-  kaged_session_manager_set_provider_factory (fixture->manager, make_provider, fixture, NULL);
+  fixture_set_model (fixture, fixture->manager);
   g_signal_connect (fixture->manager, "message-delta", G_CALLBACK (on_delta), fixture);
   g_signal_connect (fixture->manager, "run-changed", G_CALLBACK (on_run_changed), fixture);
 
@@ -505,6 +514,7 @@ test_cancel_during_retry_sleep (Fixture       *fixture,
 
   g_clear_object (&fixture->retry_clock);
   fixture->retry_clock = kaged_fake_clock_new (1764400000000);
+  fixture_set_model (fixture, fixture->manager);
 
   fixture_set_scenario (fixture, "[{\"status\": 503, \"body\": {\"error\": {\"message\": "
                                  "\"Service unavailable\", \"type\": \"server_error\"}}}]");
@@ -571,6 +581,7 @@ test_failure_is_classified (Fixture       *fixture,
 
   g_clear_object (&fixture->retry_clock);
   fixture->retry_clock = kaged_fake_clock_new (1764400000000);
+  fixture_set_model (fixture, fixture->manager);
 
   fixture_set_scenario (fixture,
                         "[{\"status\": 529, \"headers\": {\"request-id\": \"req_529\"}, "
@@ -968,10 +979,12 @@ test_spend_limit (Fixture       *fixture,
   KagedSpendLimit spend = {
     .period = KAGED_SPEND_PERIOD_DAILY,
     .limit = 1.0,
-    .input_price = 1000.0,   /* per million tokens */
-    .output_price = 2000.0,
   };
 
+  /* Prices per million tokens come with the profile. */
+  fixture->input_price = 1000.0;
+  fixture->output_price = 2000.0;
+  fixture_set_model (fixture, fixture->manager);
   kaged_session_manager_set_spend_limit (fixture->manager, &spend);
   fixture_set_scenario (fixture,
                         "[{\"kind\": \"openai\", \"text\": \"Costly\", "
@@ -1053,7 +1066,7 @@ crash_child (const char *db_path)
   fixture.retry_clock = kaged_clock_get_default ();
 
   manager = kaged_session_manager_new (store, NULL);
-  kaged_session_manager_set_provider_factory (manager, make_provider, &fixture, NULL);
+  fixture_set_model (&fixture, manager);
 
   sessions = kaged_store_list_sessions (store, NULL);
   if (sessions != NULL && sessions->len > 0)

@@ -32,9 +32,8 @@ struct _KagedSessionManager
   KagedStore           *store;
   KagedClock           *clock;
 
-  KagedProviderFactory  factory;
-  gpointer              factory_data;
-  GDestroyNotify        factory_destroy;
+  KagedResolver        *resolver;
+  KagedProfile         *profile;
 
   KagedSpendLimit       spend;
 
@@ -855,12 +854,50 @@ run_state_open_chat (RunState *state)
 }
 
 static void
+resolved_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  RunState *state = user_data;
+  KagedSessionManager *self = state->manager;
+  g_autoptr(GError) error = NULL;
+
+  state->provider = kaged_resolver_resolve_finish (KAGED_RESOLVER (object), result, &error);
+  state->call_pending = FALSE;
+
+  if (state->finished)
+    {
+      g_ptr_array_remove_fast (self->detached, state);
+      return;
+    }
+
+  if (state->provider == NULL)
+    {
+      run_state_finish (state, error);
+      return;
+    }
+
+  run_state_open_chat (state);
+}
+
+static void
 run_state_start (RunState *state)
 {
   KagedSessionManager *self = state->manager;
   g_autoptr(GError) error = NULL;
+  KagedSpendLimit spend = self->spend;
 
-  if (!kaged_spend_limit_check (&self->spend, self->store, now_ms (self), &error))
+  if (self->resolver == NULL || self->profile == NULL)
+    {
+      error = kaged_provider_error_new (KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED, "%s",
+                                        _("No provider is set up"));
+      run_state_finish (state, error);
+      return;
+    }
+
+  spend.input_price = kaged_profile_get_input_price (self->profile);
+  spend.output_price = kaged_profile_get_output_price (self->profile);
+  if (!kaged_spend_limit_check (&spend, self->store, now_ms (self), &error))
     {
       run_state_finish (state, error);
       return;
@@ -873,30 +910,10 @@ run_state_start (RunState *state)
       return;
     }
 
-  if (self->factory == NULL)
-    {
-      error = kaged_provider_error_new (KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED, "%s",
-                                        _("No provider is set up"));
-      run_state_finish (state, error);
-      return;
-    }
-
-  state->provider = self->factory (self->factory_data, &error);
-  if (state->provider == NULL)
-    {
-      if (error == NULL || error->domain != KAGED_PROVIDER_ERROR)
-        {
-          g_autoptr(GError) wrapped =
-            kaged_provider_error_new (KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED, "%s",
-                                      error != NULL ? error->message : _("No provider is set up"));
-          run_state_finish (state, wrapped);
-        }
-      else
-        run_state_finish (state, error);
-      return;
-    }
-
-  run_state_open_chat (state);
+  /* The resolver wraps every provider in the Tier 1 retry. */
+  state->call_pending = TRUE;
+  kaged_resolver_resolve_async (self->resolver, self->profile, state->cancellable,
+                                resolved_cb, state);
 }
 
 static gboolean
@@ -1010,8 +1027,8 @@ kaged_session_manager_finalize (GObject *object)
 
   g_clear_pointer (&self->sessions, g_hash_table_unref);
   g_clear_pointer (&self->detached, g_ptr_array_unref);
-  if (self->factory_destroy != NULL)
-    self->factory_destroy (self->factory_data);
+  g_clear_object (&self->resolver);
+  g_clear_object (&self->profile);
   g_clear_object (&self->store);
   g_clear_object (&self->clock);
   g_clear_pointer (&self->system_prompt, g_free);
@@ -1227,29 +1244,30 @@ kaged_session_manager_resume (KagedSessionManager *self)
 }
 
 /**
- * kaged_session_manager_set_provider_factory:
- * @factory: (nullable): builds the provider for a run
+ * kaged_session_manager_set_model:
+ * @resolver: builds providers, each behind the Tier 1 retry
+ * @profile: the provider profile runs use from now on
  *
- * Sets how a run gets its model. The application passes a factory that
- * resolves the current profile through #KagedResolver, so that every run
- * goes through Tier 1.
+ * Sets the model new runs talk to. Runs already started keep theirs.
  */
 void
-kaged_session_manager_set_provider_factory (KagedSessionManager  *self,
-                                            KagedProviderFactory  factory,
-                                            gpointer              user_data,
-                                            GDestroyNotify        destroy)
+kaged_session_manager_set_model (KagedSessionManager *self,
+                                 KagedResolver       *resolver,
+                                 KagedProfile        *profile)
 {
   g_return_if_fail (KAGED_IS_SESSION_MANAGER (self));
+  g_return_if_fail (!resolver || KAGED_IS_RESOLVER (resolver));
+  g_return_if_fail (!profile || KAGED_IS_PROFILE (profile));
 
-  if (self->factory_destroy != NULL)
-    self->factory_destroy (self->factory_data);
-
-  self->factory = factory;
-  self->factory_data = user_data;
-  self->factory_destroy = destroy;
+  g_set_object (&self->resolver, resolver);
+  g_set_object (&self->profile, profile);
 }
 
+/**
+ * kaged_session_manager_set_spend_limit:
+ *
+ * Sets the period and the limit; the prices come from the profile.
+ */
 void
 kaged_session_manager_set_spend_limit (KagedSessionManager   *self,
                                        const KagedSpendLimit *spend)

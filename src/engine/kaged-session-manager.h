@@ -9,7 +9,8 @@
 
 #include "kaged-clock.h"
 #include "kaged-message.h"
-#include "kaged-provider.h"
+#include "kaged-profile.h"
+#include "kaged-resolver.h"
 #include "kaged-receipt.h"
 #include "kaged-run.h"
 #include "kaged-session.h"
@@ -44,20 +45,6 @@ typedef enum
 
 #define KAGED_ENGINE_DEFAULT_MAX_CONTENT (1024 * 1024)
 
-/**
- * KagedProviderFactory:
- * @user_data: the data given with the factory
- * @error: where to put why no provider could be built
- *
- * Builds the provider a run talks to. The application's factory resolves
- * the current profile with the resolver, which wraps every provider in the
- * Tier 1 retry.
- *
- * Returns: (transfer full) (nullable): the provider
- */
-typedef KagedProvider *(*KagedProviderFactory) (gpointer   user_data,
-                                                GError   **error);
-
 #define KAGED_TYPE_SESSION_MANAGER (kaged_session_manager_get_type ())
 
 G_DECLARE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, KAGED, SESSION_MANAGER, GObject)
@@ -78,11 +65,9 @@ G_DECLARE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, KAGED, SESSION
 GQuark               kaged_engine_error_quark               (void);
 KagedSessionManager *kaged_session_manager_new              (KagedStore           *store,
                                                              KagedClock           *clock);
-void                 kaged_session_manager_set_provider_factory
-                                                            (KagedSessionManager  *self,
-                                                             KagedProviderFactory  factory,
-                                                             gpointer              user_data,
-                                                             GDestroyNotify        destroy);
+void                 kaged_session_manager_set_model        (KagedSessionManager  *self,
+                                                             KagedResolver        *resolver,
+                                                             KagedProfile         *profile);
 void                 kaged_session_manager_set_spend_limit  (KagedSessionManager  *self,
                                                              const KagedSpendLimit *spend);
 void                 kaged_session_manager_set_max_content  (KagedSessionManager  *self,

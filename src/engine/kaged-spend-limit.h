@@ -22,10 +22,10 @@ typedef enum
  * KagedSpendLimit:
  * @period: how often the limit starts over; %KAGED_SPEND_PERIOD_NONE for no limit
  * @limit: the most to spend in a period, in the prices' currency
- * @input_price: price per million input tokens
- * @output_price: price per million output tokens
+ * @input_price: price per million input tokens (the manager takes it from the profile)
+ * @output_price: price per million output tokens (likewise)
  *
- * The local spend limit of DESIGN.md §5.5, with the profile's prices.
+ * The local spend limit of DESIGN.md §5.5.
  */
 typedef struct _KagedSpendLimit
 {

@@ -1,0 +1,570 @@
+/* kaged-application.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-application"
+
+#include "config.h"
+
+#include <errno.h>
+
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+
+#include "kaged-application.h"
+#include "kaged-preferences-window.h"
+#include "kaged-window.h"
+
+/**
+ * KagedApplication:
+ *
+ * The application: command-line options, app actions and their
+ * accelerators, and the conversation store it opens on first activation.
+ */
+struct _KagedApplication
+{
+  AdwApplication parent_instance;
+
+  GSettings *settings;
+  char *data_dir;
+  KagedStore *store;
+  GError *store_error;
+  char *store_path;
+};
+
+G_DEFINE_FINAL_TYPE (KagedApplication, kaged_application, ADW_TYPE_APPLICATION)
+
+enum {
+  PROP_0,
+  PROP_DATA_DIR,
+  PROP_STORE,
+  N_PROPS
+};
+
+static GParamSpec *properties [N_PROPS];
+
+static const GOptionEntry main_entries[] = {
+  { "version", 0, 0, G_OPTION_ARG_NONE, NULL,
+    N_("Print the version and exit"), NULL },
+  { "data-dir", 0, 0, G_OPTION_ARG_FILENAME, NULL,
+    N_("Keep the conversation database in DIR"), N_("DIR") },
+  { "check-database", 0, 0, G_OPTION_ARG_NONE, NULL,
+    N_("Check that the conversation database can be opened, then exit"), NULL },
+  { NULL }
+};
+
+static char *
+describe_store_error (const GError *error,
+                      const char   *path)
+{
+  if (error->domain == KAGED_STORE_ERROR)
+    {
+      switch ((KagedStoreError) error->code)
+        {
+        case KAGED_STORE_ERROR_NOT_A_DATABASE:
+          return g_strdup_printf (_("The file “%s” is not a Kaged conversation database. "
+                                    "It was left untouched. Move it elsewhere, or start Kaged "
+                                    "with --data-dir to keep conversations in another folder."),
+                                  path);
+
+        case KAGED_STORE_ERROR_TOO_NEW:
+          return g_strdup_printf (_("The conversations in “%s” were saved by a newer version "
+                                    "of Kaged. Update Kaged to open them. The file was left "
+                                    "untouched."),
+                                  path);
+
+        case KAGED_STORE_ERROR_LOCKED:
+          return g_strdup_printf (_("Another Kaged is using “%s”. Close it and start "
+                                    "Kaged again."),
+                                  path);
+
+        case KAGED_STORE_ERROR_CORRUPT:
+          return g_strdup_printf (_("The file “%s” is damaged. It was left untouched: restore "
+                                    "it from a backup, or move it elsewhere to start with an "
+                                    "empty history."),
+                                  path);
+
+        case KAGED_STORE_ERROR_IO:
+          return g_strdup_printf (_("“%s” could not be read or written (%s). Check the free "
+                                    "disk space and the permissions of its folder."),
+                                  path, error->message);
+
+        case KAGED_STORE_ERROR_NOT_FOUND:
+        case KAGED_STORE_ERROR_IMMUTABLE:
+        case KAGED_STORE_ERROR_INVALID:
+        default:
+          break;
+        }
+    }
+
+  return g_strdup_printf (_("“%s” could not be opened: %s"), path, error->message);
+}
+
+static KagedStore *
+open_store (const char  *data_dir,
+            char       **out_path,
+            GError     **error)
+{
+  g_autofree char *path = kaged_store_default_path (data_dir);
+  g_autofree char *dir = g_path_get_dirname (path);
+  KagedStore *store = NULL;
+
+  if (g_mkdir_with_parents (dir, 0700) != 0)
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_IO,
+                   _("Could not create the folder “%s”: %s"),
+                   dir, g_strerror (saved_errno));
+    }
+  else
+    {
+      store = kaged_store_open (path, error);
+    }
+
+  *out_path = g_steal_pointer (&path);
+
+  return store;
+}
+
+static int
+check_database (KagedApplication *self)
+{
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = kaged_store_default_path (self->data_dir);
+  g_autofree char *opened_path = NULL;
+
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      g_print (_("There is no conversation database at “%s” yet. Kaged creates it when it "
+                 "starts."), path);
+      g_print ("\n");
+      return EXIT_SUCCESS;
+    }
+
+  store = open_store (self->data_dir, &opened_path, &error);
+  if (store == NULL)
+    {
+      g_autofree char *description = describe_store_error (error, opened_path);
+
+      g_printerr ("%s: %s\n%s\n", PACKAGE_NAME,
+                  _("The conversation database could not be opened"), description);
+      return EXIT_FAILURE;
+    }
+
+  g_print (_("The conversation database at “%s” is in good order."), opened_path);
+  g_print ("\n");
+
+  return EXIT_SUCCESS;
+}
+
+static int
+kaged_application_handle_local_options (GApplication *application,
+                                        GVariantDict *options)
+{
+  KagedApplication *self = KAGED_APPLICATION (application);
+  const char *data_dir = NULL;
+
+  if (g_variant_dict_contains (options, "version"))
+    {
+      g_print ("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+      return EXIT_SUCCESS;
+    }
+
+  if (g_variant_dict_lookup (options, "data-dir", "^&ay", &data_dir) && data_dir[0] != '\0')
+    {
+      g_free (self->data_dir);
+      self->data_dir = g_canonicalize_filename (data_dir, NULL);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DATA_DIR]);
+    }
+
+  if (g_variant_dict_contains (options, "check-database"))
+    return check_database (self);
+
+  return G_APPLICATION_CLASS (kaged_application_parent_class)->handle_local_options (application,
+                                                                                      options);
+}
+
+static void
+kaged_application_store_dialog_response (AdwMessageDialog *dialog,
+                                         const char       *response,
+                                         KagedApplication *self)
+{
+  g_application_quit (G_APPLICATION (self));
+}
+
+static void
+kaged_application_show_store_error (KagedApplication *self,
+                                    GtkWindow        *parent)
+{
+  g_autofree char *description = NULL;
+  const char *heading = _("The conversation database could not be opened");
+  GtkWidget *dialog;
+
+  g_assert (self->store_error != NULL);
+
+  description = describe_store_error (self->store_error, self->store_path);
+
+  dialog = adw_message_dialog_new (parent, heading, description);
+  /* The title names the dialog for assistive technologies. */
+  gtk_window_set_title (GTK_WINDOW (dialog), heading);
+  adw_message_dialog_add_response (ADW_MESSAGE_DIALOG (dialog), "quit", _("_Quit"));
+  adw_message_dialog_set_default_response (ADW_MESSAGE_DIALOG (dialog), "quit");
+  adw_message_dialog_set_close_response (ADW_MESSAGE_DIALOG (dialog), "quit");
+  g_signal_connect_object (dialog, "response",
+                           G_CALLBACK (kaged_application_store_dialog_response),
+                           self, 0);
+
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
+static void
+kaged_application_ensure_store (KagedApplication *self)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  KagedStore *store;
+
+  if (self->store != NULL || self->store_error != NULL)
+    return;
+
+  store = open_store (self->data_dir, &path, &error);
+  g_free (self->store_path);
+  self->store_path = g_steal_pointer (&path);
+
+  if (store == NULL)
+    {
+      g_autofree char *description = describe_store_error (error, self->store_path);
+
+      g_printerr ("%s: %s\n%s\n", PACKAGE_NAME,
+                  _("The conversation database could not be opened"), description);
+      self->store_error = g_steal_pointer (&error);
+      return;
+    }
+
+  self->store = store;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STORE]);
+}
+
+static void
+kaged_application_activate (GApplication *application)
+{
+  KagedApplication *self = KAGED_APPLICATION (application);
+  GtkWindow *window;
+
+  kaged_application_ensure_store (self);
+
+  window = gtk_application_get_active_window (GTK_APPLICATION (self));
+  if (window == NULL)
+    {
+      window = GTK_WINDOW (kaged_window_new (GTK_APPLICATION (self)));
+      gtk_window_present (window);
+
+      if (self->store_error != NULL)
+        kaged_application_show_store_error (self, window);
+
+      return;
+    }
+
+  gtk_window_present (window);
+}
+
+static void
+kaged_application_quit_action (GSimpleAction *action,
+                               GVariant      *parameter,
+                               gpointer       user_data)
+{
+  KagedApplication *self = user_data;
+  GList *windows;
+
+  /* Closing the windows lets each one save its state first. */
+  windows = g_list_copy_deep (gtk_application_get_windows (GTK_APPLICATION (self)),
+                              (GCopyFunc) g_object_ref, NULL);
+  for (const GList *iter = windows; iter != NULL; iter = iter->next)
+    gtk_window_close (GTK_WINDOW (iter->data));
+  g_list_free_full (windows, g_object_unref);
+
+  g_application_quit (G_APPLICATION (self));
+}
+
+static void
+kaged_application_preferences_action (GSimpleAction *action,
+                                      GVariant      *parameter,
+                                      gpointer       user_data)
+{
+  KagedApplication *self = user_data;
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
+  KagedPreferencesWindow *preferences;
+
+  preferences = kaged_preferences_window_new (parent);
+  gtk_window_present (GTK_WINDOW (preferences));
+}
+
+static char *
+kaged_application_debug_info (KagedApplication *self)
+{
+  GString *info = g_string_new (NULL);
+
+  g_string_append_printf (info, "Kaged %s (%s)\n", PACKAGE_VERSION, APPLICATION_ID);
+  g_string_append_printf (info, "Profile: %s\n", PROFILE);
+  g_string_append_printf (info, "Database: %s\n",
+                          self->store_path != NULL ? self->store_path : "(not opened)");
+  g_string_append_printf (info, "GLib %u.%u.%u\n",
+                          glib_major_version, glib_minor_version, glib_micro_version);
+  g_string_append_printf (info, "GTK %u.%u.%u\n",
+                          gtk_get_major_version (), gtk_get_minor_version (),
+                          gtk_get_micro_version ());
+  g_string_append_printf (info, "libadwaita %u.%u.%u\n",
+                          adw_get_major_version (), adw_get_minor_version (),
+                          adw_get_micro_version ());
+
+  return g_string_free (info, FALSE);
+}
+
+static void
+kaged_application_about_action (GSimpleAction *action,
+                                GVariant      *parameter,
+                                gpointer       user_data)
+{
+  static const char *developers[] = { "The Kaged developers", NULL };
+  KagedApplication *self = user_data;
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
+  g_autofree char *debug_info = kaged_application_debug_info (self);
+  GtkWidget *about;
+
+  about = g_object_new (ADW_TYPE_ABOUT_WINDOW,
+                        "transient-for", parent,
+                        "application-icon", APPLICATION_ID,
+                        "application-name", g_get_application_name (),
+                        "developer-name", _("The Kaged developers"),
+                        "version", PACKAGE_VERSION,
+                        "comments", _("Chat with language models that keep trying."),
+                        "website", "https://github.com/kaged/kaged",
+                        "issue-url", "https://github.com/kaged/kaged/issues",
+                        "copyright", _("© 2026 The Kaged developers"),
+                        "license-type", GTK_LICENSE_GPL_3_0,
+                        "developers", developers,
+                        /* Translators: Replace "translator-credits" with your name/alias and
+                         * email, one per line. */
+                        "translator-credits", _("translator-credits"),
+                        "debug-info", debug_info,
+                        "debug-info-filename", "kaged-debug-info.txt",
+                        NULL);
+
+  gtk_window_present (GTK_WINDOW (about));
+}
+
+static const GActionEntry app_actions[] = {
+  { "quit", kaged_application_quit_action },
+  { "preferences", kaged_application_preferences_action },
+  { "about", kaged_application_about_action },
+};
+
+static void
+kaged_application_startup (GApplication *application)
+{
+  static const char *quit_accels[] = { "<Control>q", NULL };
+  static const char *preferences_accels[] = { "<Control>comma", NULL };
+  static const char *help_overlay_accels[] = { "<Control>question", NULL };
+  KagedApplication *self = KAGED_APPLICATION (application);
+
+  G_APPLICATION_CLASS (kaged_application_parent_class)->startup (application);
+
+  g_action_map_add_action_entries (G_ACTION_MAP (self), app_actions,
+                                   G_N_ELEMENTS (app_actions), self);
+
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.quit", quit_accels);
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "app.preferences",
+                                         preferences_accels);
+  gtk_application_set_accels_for_action (GTK_APPLICATION (self), "win.show-help-overlay",
+                                         help_overlay_accels);
+}
+
+static void
+kaged_application_shutdown (GApplication *application)
+{
+  KagedApplication *self = KAGED_APPLICATION (application);
+
+  G_APPLICATION_CLASS (kaged_application_parent_class)->shutdown (application);
+
+  /* The windows saved their state as they closed; get it to disk. */
+  g_settings_sync ();
+  g_clear_object (&self->store);
+}
+
+static void
+kaged_application_finalize (GObject *object)
+{
+  KagedApplication *self = KAGED_APPLICATION (object);
+
+  g_clear_object (&self->settings);
+  g_clear_object (&self->store);
+  g_clear_error (&self->store_error);
+  g_clear_pointer (&self->store_path, g_free);
+  g_clear_pointer (&self->data_dir, g_free);
+
+  G_OBJECT_CLASS (kaged_application_parent_class)->finalize (object);
+}
+
+static void
+kaged_application_get_property (GObject    *object,
+                                guint       prop_id,
+                                GValue     *value,
+                                GParamSpec *pspec)
+{
+  KagedApplication *self = KAGED_APPLICATION (object);
+
+  switch (prop_id)
+    {
+    case PROP_DATA_DIR:
+      g_value_set_string (value, self->data_dir);
+      break;
+
+    case PROP_STORE:
+      g_value_set_object (value, self->store);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_application_class_init (KagedApplicationClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+
+  object_class->finalize = kaged_application_finalize;
+  object_class->get_property = kaged_application_get_property;
+
+  app_class->handle_local_options = kaged_application_handle_local_options;
+  app_class->startup = kaged_application_startup;
+  app_class->activate = kaged_application_activate;
+  app_class->shutdown = kaged_application_shutdown;
+
+  /**
+   * KagedApplication:data-dir:
+   *
+   * The folder given with --data-dir, or %NULL for the default.
+   */
+  properties [PROP_DATA_DIR] =
+    g_param_spec_string ("data-dir", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedApplication:store:
+   *
+   * The conversation store, once it opened.
+   */
+  properties [PROP_STORE] =
+    g_param_spec_object ("store", NULL, NULL,
+                         KAGED_TYPE_STORE,
+                         (G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+}
+
+static void
+kaged_application_init (KagedApplication *self)
+{
+  g_application_add_main_option_entries (G_APPLICATION (self), main_entries);
+  g_application_set_option_context_summary (G_APPLICATION (self),
+                                            _("Chat with language models that keep trying."));
+}
+
+/**
+ * kaged_application_new:
+ *
+ * Returns: (transfer full): the application, ready for g_application_run()
+ */
+KagedApplication *
+kaged_application_new (void)
+{
+  return g_object_new (KAGED_TYPE_APPLICATION,
+                       "application-id", APPLICATION_ID,
+                       "resource-base-path", APPLICATION_PATH,
+                       "flags", G_APPLICATION_DEFAULT_FLAGS,
+                       NULL);
+}
+
+/**
+ * kaged_application_get_data_dir:
+ * @self: a #KagedApplication
+ *
+ * Returns: (nullable): the folder given with --data-dir, or %NULL
+ */
+const char *
+kaged_application_get_data_dir (KagedApplication *self)
+{
+  g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
+
+  return self->data_dir;
+}
+
+/**
+ * kaged_application_get_store:
+ * @self: a #KagedApplication
+ *
+ * Returns: (transfer none) (nullable): the conversation store, or %NULL
+ *   before activation or when it could not be opened
+ */
+KagedStore *
+kaged_application_get_store (KagedApplication *self)
+{
+  g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
+
+  return self->store;
+}
+
+/**
+ * kaged_application_dup_profile:
+ * @self: a #KagedApplication
+ *
+ * The provider profile of the preferences, as it is now: kind, base URL,
+ * model and the environment variable that may hold its key.
+ *
+ * Returns: (transfer full): a new profile named "default"
+ */
+KagedProfile *
+kaged_application_dup_profile (KagedApplication *self)
+{
+  g_autoptr(GEnumClass) kinds = NULL;
+  g_autofree char *kind_name = NULL;
+  g_autofree char *base_url = NULL;
+  g_autofree char *model = NULL;
+  g_autofree char *api_key_env = NULL;
+  KagedProviderKind kind = KAGED_PROVIDER_KIND_OLLAMA;
+  GEnumValue *kind_value;
+  KagedProfile *profile;
+
+  g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
+
+  /* Created on first use: --version and --check-database need no schema. */
+  if (self->settings == NULL)
+    self->settings = g_settings_new (BASE_APPLICATION_ID);
+
+  kind_name = g_settings_get_string (self->settings, "provider-kind");
+  base_url = g_settings_get_string (self->settings, "provider-base-url");
+  model = g_settings_get_string (self->settings, "provider-model");
+  api_key_env = g_settings_get_string (self->settings, "provider-api-key-env");
+
+  kinds = g_type_class_ref (KAGED_TYPE_PROVIDER_KIND);
+  kind_value = g_enum_get_value_by_nick (kinds, kind_name);
+  if (kind_value != NULL)
+    kind = kind_value->value;
+
+  if (base_url[0] == '\0')
+    {
+      g_free (base_url);
+      base_url = g_strdup (kaged_provider_kind_default_url (kind));
+    }
+
+  profile = kaged_profile_new ("default", kind, base_url, model);
+  kaged_profile_set_api_key_env (profile, api_key_env);
+
+  return profile;
+}

@@ -1,0 +1,19 @@
+/* kaged-preferences-window.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <adwaita.h>
+
+G_BEGIN_DECLS
+
+#define KAGED_TYPE_PREFERENCES_WINDOW (kaged_preferences_window_get_type ())
+
+G_DECLARE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, KAGED, PREFERENCES_WINDOW,
+                      AdwPreferencesWindow)
+
+KagedPreferencesWindow *kaged_preferences_window_new (GtkWindow *transient_for);
+
+G_END_DECLS

@@ -1,0 +1,641 @@
+/* test-application.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * Starts the real `kaged` binary the way a user would and watches what
+ * happens on the X display it is given (the test runs under xvfb-run and
+ * dbus-run-session): its window maps, it quits through its app.quit
+ * action, a damaged database is reported and left alone, and the window
+ * size is saved and restored through GSettings.
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <X11/Xatom.h>
+#include <X11/Xlib.h>
+
+#define WAIT_SECONDS 60
+#define STORE_ERROR_HEADING "The conversation database could not be opened"
+
+typedef struct
+{
+  Window xid;
+  int width;
+  int height;
+  char *name;
+  Window transient_for;
+} Toplevel;
+
+typedef struct
+{
+  GSubprocess *process;
+  char *pid;
+  gboolean done;
+  char *stdout_text;
+  char *stderr_text;
+} Running;
+
+static void
+toplevel_free (gpointer data)
+{
+  Toplevel *toplevel = data;
+
+  g_free (toplevel->name);
+  g_free (toplevel);
+}
+
+static const char *
+kaged_binary (void)
+{
+  const char *binary = g_getenv ("KAGED_BINARY");
+
+  g_assert_nonnull (binary);
+  g_assert_true (g_file_test (binary, G_FILE_TEST_IS_EXECUTABLE));
+
+  return binary;
+}
+
+static char *
+make_temp_dir (void)
+{
+  g_autoptr(GError) error = NULL;
+  char *dir = g_dir_make_tmp ("kaged-test-application-XXXXXX", &error);
+
+  g_assert_no_error (error);
+
+  return dir;
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GFileEnumerator) children = NULL;
+
+  children = g_file_enumerate_children (file, G_FILE_ATTRIBUTE_STANDARD_NAME,
+                                        G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS, NULL, NULL);
+  if (children != NULL)
+    {
+      GFileInfo *info = NULL;
+
+      while ((info = g_file_enumerator_next_file (children, NULL, NULL)) != NULL)
+        {
+          g_autofree char *child = g_build_filename (path, g_file_info_get_name (info), NULL);
+
+          if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
+            remove_tree (child);
+          else
+            g_unlink (child);
+          g_object_unref (info);
+        }
+    }
+
+  g_rmdir (path);
+}
+
+static GSubprocessLauncher *
+make_launcher (gboolean with_display)
+{
+  GSubprocessLauncher *launcher;
+
+  launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE |
+                                        G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  if (with_display)
+    {
+      g_subprocess_launcher_setenv (launcher, "GDK_BACKEND", "x11", TRUE);
+      g_subprocess_launcher_setenv (launcher, "GSK_RENDERER", "cairo", TRUE);
+      g_subprocess_launcher_setenv (launcher, "GTK_A11Y", "none", TRUE);
+    }
+  else
+    {
+      g_subprocess_launcher_unsetenv (launcher, "DISPLAY");
+      g_subprocess_launcher_unsetenv (launcher, "WAYLAND_DISPLAY");
+    }
+
+  return launcher;
+}
+
+/* Runs the binary to completion and returns its exit status. */
+static int
+run_to_end (GSubprocessLauncher  *launcher,
+            const char * const   *argv,
+            char                **out_stdout,
+            char                **out_stderr)
+{
+  g_autoptr(GSubprocess) process = NULL;
+  g_autoptr(GError) error = NULL;
+
+  process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+
+  g_subprocess_communicate_utf8 (process, NULL, NULL, out_stdout, out_stderr, &error);
+  g_assert_no_error (error);
+  g_assert_true (g_subprocess_get_if_exited (process));
+
+  return g_subprocess_get_exit_status (process);
+}
+
+static void
+communicate_cb (GObject      *object,
+                GAsyncResult *result,
+                gpointer      user_data)
+{
+  Running *running = user_data;
+  g_autoptr(GError) error = NULL;
+
+  g_subprocess_communicate_utf8_finish (G_SUBPROCESS (object), result,
+                                        &running->stdout_text, &running->stderr_text, &error);
+  g_assert_no_error (error);
+  running->done = TRUE;
+}
+
+static Running *
+start_app (GSubprocessLauncher *launcher,
+           const char          *data_dir)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *data_dir_arg = g_strdup_printf ("--data-dir=%s", data_dir);
+  const char *argv[] = { kaged_binary (), data_dir_arg, NULL };
+  Running *running = g_new0 (Running, 1);
+
+  running->process = g_subprocess_launcher_spawnv (launcher, argv, &error);
+  g_assert_no_error (error);
+  running->pid = g_strdup (g_subprocess_get_identifier (running->process));
+  g_subprocess_communicate_utf8_async (running->process, NULL, NULL, communicate_cb, running);
+
+  return running;
+}
+
+static void
+running_free (Running *running)
+{
+  if (!running->done)
+    {
+      g_subprocess_force_exit (running->process);
+      while (!running->done)
+        g_main_context_iteration (NULL, TRUE);
+    }
+
+  g_clear_object (&running->process);
+  g_free (running->pid);
+  g_free (running->stdout_text);
+  g_free (running->stderr_text);
+  g_free (running);
+}
+
+static gboolean
+get_cardinal (Display *display,
+              Window   window,
+              Atom     property,
+              gulong  *value)
+{
+  Atom actual_type = None;
+  int actual_format = 0;
+  unsigned long n_items = 0;
+  unsigned long bytes_after = 0;
+  unsigned char *data = NULL;
+  gboolean found = FALSE;
+
+  if (XGetWindowProperty (display, window, property, 0, 1, False, XA_CARDINAL,
+                          &actual_type, &actual_format, &n_items, &bytes_after,
+                          &data) == Success &&
+      actual_type == XA_CARDINAL && actual_format == 32 && n_items == 1)
+    {
+      *value = ((unsigned long *) (gpointer) data)[0];
+      found = TRUE;
+    }
+
+  if (data != NULL)
+    XFree (data);
+
+  return found;
+}
+
+static char *
+get_utf8 (Display *display,
+          Window   window,
+          Atom     property)
+{
+  Atom utf8_string = XInternAtom (display, "UTF8_STRING", False);
+  Atom actual_type = None;
+  int actual_format = 0;
+  unsigned long n_items = 0;
+  unsigned long bytes_after = 0;
+  unsigned char *data = NULL;
+  char *value = NULL;
+
+  if (XGetWindowProperty (display, window, property, 0, 1024, False, utf8_string,
+                          &actual_type, &actual_format, &n_items, &bytes_after,
+                          &data) == Success &&
+      actual_type == utf8_string && actual_format == 8)
+    value = g_strndup ((const char *) data, n_items);
+
+  if (data != NULL)
+    XFree (data);
+
+  return value;
+}
+
+/* The mapped top-level windows of the process @pid. */
+static GPtrArray *
+list_toplevels (Display    *display,
+                const char *pid)
+{
+  GPtrArray *toplevels = g_ptr_array_new_with_free_func (toplevel_free);
+  Atom net_wm_pid = XInternAtom (display, "_NET_WM_PID", False);
+  Atom net_wm_name = XInternAtom (display, "_NET_WM_NAME", False);
+  Window root_return = None;
+  Window parent_return = None;
+  Window *children = NULL;
+  unsigned int n_children = 0;
+  gulong wanted_pid = g_ascii_strtoull (pid, NULL, 10);
+
+  XSync (display, False);
+  if (!XQueryTree (display, DefaultRootWindow (display), &root_return, &parent_return,
+                   &children, &n_children))
+    return toplevels;
+
+  for (unsigned int i = 0; i < n_children; i++)
+    {
+      XWindowAttributes attributes;
+      gulong window_pid = 0;
+      Window transient_for = None;
+      Toplevel *toplevel;
+
+      if (!XGetWindowAttributes (display, children[i], &attributes) ||
+          attributes.map_state != IsViewable)
+        continue;
+
+      if (!get_cardinal (display, children[i], net_wm_pid, &window_pid) ||
+          window_pid != wanted_pid)
+        continue;
+
+      toplevel = g_new0 (Toplevel, 1);
+      toplevel->xid = children[i];
+      toplevel->width = attributes.width;
+      toplevel->height = attributes.height;
+      toplevel->name = get_utf8 (display, children[i], net_wm_name);
+      if (XGetTransientForHint (display, children[i], &transient_for))
+        toplevel->transient_for = transient_for;
+      g_ptr_array_add (toplevels, toplevel);
+    }
+
+  if (children != NULL)
+    XFree (children);
+
+  return toplevels;
+}
+
+static gboolean
+has_dialog_named (GPtrArray  *toplevels,
+                  const char *name)
+{
+  for (guint i = 0; i < toplevels->len; i++)
+    {
+      Toplevel *toplevel = g_ptr_array_index (toplevels, i);
+
+      if (g_strcmp0 (toplevel->name, name) == 0 && toplevel->transient_for != None)
+        return TRUE;
+    }
+
+  return FALSE;
+}
+
+/* Waits until the process shows its main window (and, when @dialog_name
+ * is given, a dialog of that name above it). Returns the main window. */
+static Toplevel *
+wait_for_window (Display    *display,
+                 Running    *running,
+                 const char *dialog_name)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_SECONDS * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline)
+    {
+      g_autoptr(GPtrArray) toplevels = NULL;
+
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+
+      if (running->done)
+        g_error ("kaged exited before its window mapped; stderr:\n%s",
+                 running->stderr_text);
+
+      toplevels = list_toplevels (display, running->pid);
+      for (guint i = 0; i < toplevels->len; i++)
+        {
+          Toplevel *toplevel = g_ptr_array_index (toplevels, i);
+
+          if (toplevel->transient_for != None)
+            continue;
+
+          if (dialog_name == NULL || has_dialog_named (toplevels, dialog_name))
+            return g_ptr_array_steal_index (toplevels, i);
+        }
+
+      g_usleep (G_USEC_PER_SEC / 20);
+    }
+
+  g_error ("kaged did not map its window within %d seconds", WAIT_SECONDS);
+  return NULL;
+}
+
+static char *
+application_object_path (void)
+{
+  g_autofree char *dotted = g_strconcat ("/", APPLICATION_ID, NULL);
+
+  return g_strdelimit (g_steal_pointer (&dotted), ".", '/');
+}
+
+/* Quits through the app.quit action on the session bus, as the desktop
+ * would, and waits for a clean exit. */
+static void
+quit_app (Running *running)
+{
+  g_autoptr(GDBusConnection) bus = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *object_path = application_object_path ();
+  gint64 deadline;
+
+  bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  g_assert_no_error (error);
+
+  reply = g_dbus_connection_call_sync (bus, APPLICATION_ID, object_path,
+                                       "org.gtk.Actions", "Activate",
+                                       g_variant_new ("(sava{sv})", "quit", NULL, NULL),
+                                       NULL, G_DBUS_CALL_FLAGS_NONE, WAIT_SECONDS * 1000,
+                                       NULL, &error);
+  g_assert_no_error (error);
+
+  deadline = g_get_monotonic_time () + WAIT_SECONDS * G_USEC_PER_SEC;
+  while (!running->done && g_get_monotonic_time () < deadline)
+    {
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      g_usleep (G_USEC_PER_SEC / 50);
+    }
+
+  g_assert_true (running->done);
+  g_assert_true (g_subprocess_get_if_exited (running->process));
+  g_assert_cmpint (g_subprocess_get_exit_status (running->process), ==, 0);
+}
+
+static Display *
+open_display (void)
+{
+  Display *display = NULL;
+
+  if (g_getenv ("DISPLAY") == NULL)
+    g_error ("This test needs an X display: run it through meson, which wraps it in xvfb-run");
+
+  display = XOpenDisplay (NULL);
+  g_assert_nonnull (display);
+
+  return display;
+}
+
+static void
+test_version (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (FALSE);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *argv[] = { kaged_binary (), "--version", NULL };
+  int status;
+
+  /* No display at all: --version must not need GTK. */
+  status = run_to_end (launcher, argv, &out, &err);
+
+  g_assert_cmpint (status, ==, 0);
+  g_assert_cmpstr (out, ==, PACKAGE_NAME " " PACKAGE_VERSION "\n");
+  g_assert_cmpstr (err, ==, "");
+}
+
+static void
+test_check_database_missing (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (FALSE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *arg = g_strdup_printf ("--data-dir=%s", dir);
+  g_autofree char *db = g_build_filename (dir, "kaged.db", NULL);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *argv[] = { kaged_binary (), arg, "--check-database", NULL };
+  int status;
+
+  status = run_to_end (launcher, argv, &out, &err);
+
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (out, db));
+  g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
+
+  remove_tree (dir);
+}
+
+static void
+write_not_a_database (const char  *dir,
+                      char       **out_path,
+                      char       **out_contents)
+{
+  static const char contents[] = "These are notes, not conversations.\n"
+                                 "Kaged must not overwrite them.\n";
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
+
+  g_file_set_contents (path, contents, -1, &error);
+  g_assert_no_error (error);
+
+  *out_path = g_steal_pointer (&path);
+  *out_contents = g_strdup (contents);
+}
+
+static void
+assert_file_unchanged (const char *path,
+                       const char *expected)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *contents = NULL;
+  gsize length = 0;
+
+  g_file_get_contents (path, &contents, &length, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (length, ==, strlen (expected));
+  g_assert_cmpmem (contents, length, expected, strlen (expected));
+}
+
+static void
+test_check_database_not_a_database (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (FALSE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *arg = g_strdup_printf ("--data-dir=%s", dir);
+  g_autofree char *db = NULL;
+  g_autofree char *contents = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *argv[] = { kaged_binary (), arg, "--check-database", NULL };
+  int status;
+
+  write_not_a_database (dir, &db, &contents);
+
+  status = run_to_end (launcher, argv, &out, &err);
+
+  g_assert_cmpint (status, !=, 0);
+  g_assert_nonnull (strstr (err, STORE_ERROR_HEADING));
+  g_assert_nonnull (strstr (err, db));
+  assert_file_unchanged (db, contents);
+
+  remove_tree (dir);
+}
+
+static void
+test_window_maps_and_quits (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (TRUE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *db = g_build_filename (dir, "kaged.db", NULL);
+  Display *display = open_display ();
+  Toplevel *window;
+  Running *running;
+
+  running = start_app (launcher, dir);
+  window = wait_for_window (display, running, NULL);
+
+  g_assert_cmpint (window->width, >, 0);
+  g_assert_cmpint (window->height, >, 0);
+  g_assert_nonnull (window->name);
+  g_assert_true (g_str_has_prefix (window->name, "Kaged"));
+
+  quit_app (running);
+
+  /* The store was opened at start-up and created the database. */
+  g_assert_true (g_file_test (db, G_FILE_TEST_IS_REGULAR));
+  g_assert_null (strstr (running->stderr_text, STORE_ERROR_HEADING));
+
+  toplevel_free (window);
+  running_free (running);
+  XCloseDisplay (display);
+  remove_tree (dir);
+}
+
+static void
+test_window_reports_bad_database (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (TRUE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *db = NULL;
+  g_autofree char *contents = NULL;
+  Display *display = open_display ();
+  Toplevel *window;
+  Running *running;
+
+  write_not_a_database (dir, &db, &contents);
+
+  running = start_app (launcher, dir);
+  window = wait_for_window (display, running, STORE_ERROR_HEADING);
+
+  quit_app (running);
+
+  g_assert_nonnull (strstr (running->stderr_text, STORE_ERROR_HEADING));
+  g_assert_nonnull (strstr (running->stderr_text, db));
+  assert_file_unchanged (db, contents);
+
+  toplevel_free (window);
+  running_free (running);
+  XCloseDisplay (display);
+  remove_tree (dir);
+}
+
+static int
+keyfile_get_int (const char *path,
+                 const char *key)
+{
+  g_autoptr(GKeyFile) keyfile = g_key_file_new ();
+  g_autoptr(GError) error = NULL;
+  int value;
+
+  g_key_file_load_from_file (keyfile, path, G_KEY_FILE_NONE, &error);
+  g_assert_no_error (error);
+  value = g_key_file_get_integer (keyfile, "io/github/kaged/Kaged", key, &error);
+  g_assert_no_error (error);
+
+  return value;
+}
+
+static void
+test_window_size_is_kept (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (TRUE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *config_dir = g_build_filename (dir, "config", NULL);
+  g_autofree char *keyfile_dir = g_build_filename (config_dir, "glib-2.0", "settings", NULL);
+  g_autofree char *keyfile = g_build_filename (keyfile_dir, "keyfile", NULL);
+  g_autoptr(GError) error = NULL;
+  Display *display = open_display ();
+  Toplevel *first;
+  Toplevel *second;
+  Running *running;
+  int saved_width;
+  int saved_height;
+
+  g_subprocess_launcher_setenv (launcher, "GSETTINGS_BACKEND", "keyfile", TRUE);
+  g_subprocess_launcher_setenv (launcher, "XDG_CONFIG_HOME", config_dir, TRUE);
+
+  /* A first start with fresh settings saves its size when it quits. */
+  running = start_app (launcher, dir);
+  first = wait_for_window (display, running, NULL);
+  quit_app (running);
+  running_free (running);
+
+  saved_width = keyfile_get_int (keyfile, "window-width");
+  saved_height = keyfile_get_int (keyfile, "window-height");
+  g_assert_cmpint (saved_width, >, 360);
+  g_assert_cmpint (saved_height, >, 294);
+
+  /* A smaller saved size is what the next start opens with. */
+  g_mkdir_with_parents (keyfile_dir, 0700);
+  g_file_set_contents (keyfile,
+                       "[io/github/kaged/Kaged]\n"
+                       "window-width=640\n"
+                       "window-height=480\n",
+                       -1, &error);
+  g_assert_no_error (error);
+
+  running = start_app (launcher, dir);
+  second = wait_for_window (display, running, NULL);
+  quit_app (running);
+  running_free (running);
+
+  g_assert_cmpint (first->width - second->width, ==, saved_width - 640);
+  g_assert_cmpint (first->height - second->height, ==, saved_height - 480);
+  g_assert_cmpint (keyfile_get_int (keyfile, "window-width"), ==, 640);
+  g_assert_cmpint (keyfile_get_int (keyfile, "window-height"), ==, 480);
+
+  toplevel_free (first);
+  toplevel_free (second);
+  XCloseDisplay (display);
+  remove_tree (dir);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/application/version", test_version);
+  g_test_add_func ("/application/check-database/missing", test_check_database_missing);
+  g_test_add_func ("/application/check-database/not-a-database",
+                   test_check_database_not_a_database);
+  g_test_add_func ("/application/window/maps-and-quits", test_window_maps_and_quits);
+  g_test_add_func ("/application/window/reports-bad-database", test_window_reports_bad_database);
+  g_test_add_func ("/application/window/size-is-kept", test_window_size_is_kept);
+
+  return g_test_run ();
+}

@@ -815,9 +815,9 @@ test_interrupted (Fixture       *fixture,
   g_autoptr(KagedMessage) reply = NULL;
   g_autoptr(GError) error = NULL;
   gint64 session_id = kaged_session_get_id (session);
-  gint64 q1, q2, q3;
+  gint64 q1, q2, q3, q4;
   gint64 running_id, queued_id, done_id;
-  gint64 partial_id, done_reply;
+  gint64 partial_id, done_reply, stuck_id;
   GPtrArray *runs;
 
   q1 = add_operator (store, session_id, "First");
@@ -829,6 +829,10 @@ test_interrupted (Fixture       *fixture,
                           KAGED_MESSAGE_STATUS_STREAMING);
   q3 = add_operator (store, session_id, "Third");
   queued_id = add_run (store, session_id, q3, KAGED_RUN_STATUS_QUEUED);
+  /* A reply left streaming although its run was already recorded failed. */
+  q4 = add_operator (store, session_id, "Fourth");
+  stuck_id = add_agent (store, session_id, add_run (store, session_id, q4, KAGED_RUN_STATUS_FAILED),
+                        "Stuck", KAGED_MESSAGE_STATUS_STREAMING);
   g_clear_object (&store);
 
   /* The program starts again a minute later. */
@@ -854,6 +858,12 @@ test_interrupted (Fixture       *fixture,
   g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_INTERRUPTED);
   g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_INTERRUPTED);
   g_assert_cmpstr (kaged_message_get_content (reply), ==, "Half a rep");
+  g_clear_object (&reply);
+
+  reply = kaged_store_get_message (store, stuck_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_INTERRUPTED);
+  g_assert_cmpstr (kaged_message_get_content (reply), ==, "Stuck");
   g_clear_object (&reply);
 
   reply = kaged_store_get_message (store, done_reply, &error);
@@ -1114,6 +1124,48 @@ test_corrupt (Fixture       *fixture,
   g_free (contents);
 
   assert_open_fails_untouched (fixture, KAGED_STORE_ERROR_CORRUPT);
+}
+
+static void
+test_check (Fixture       *fixture,
+            gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autoptr(KagedSession) session = add_session (store, "Checked");
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *long_text = g_strnfill (1500, 'w');
+  char *contents = NULL;
+  gsize length = 0;
+  gsize middle;
+
+  for (guint i = 0; i < 300; i++)
+    add_operator (store, kaged_session_get_id (session), long_text);
+
+  g_assert_true (kaged_store_check (store, NULL, &error));
+  g_assert_no_error (error);
+
+  g_cancellable_cancel (cancellable);
+  g_assert_false (kaged_store_check (store, cancellable, &error));
+  g_assert_error (error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_clear_error (&error);
+  g_clear_object (&store);
+
+  /* Damage a page of messages in the middle of the file: opening does not
+   * read it, the check does. */
+  g_file_get_contents (fixture->path, &contents, &length, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (length, >, 100 * 4096);
+  middle = (length / 2) & ~(gsize)4095;
+  memset (contents + middle, 0x5A, 4096);
+  g_file_set_contents (fixture->path, contents, length, &error);
+  g_assert_no_error (error);
+  g_free (contents);
+
+  store = open_store (fixture);
+  g_assert_false (kaged_store_check (store, NULL, &error));
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_CORRUPT);
+  g_test_message ("%s", error->message);
 }
 
 static void
@@ -1554,6 +1606,7 @@ main (int   argc,
   ADD_TEST ("/store/too-new", test_too_new);
   ADD_TEST ("/store/locked", test_locked);
   ADD_TEST ("/store/corrupt", test_corrupt);
+  ADD_TEST ("/store/check", test_check);
   ADD_TEST ("/store/delete-session", test_delete_session);
   ADD_TEST ("/store/runs", test_runs);
   ADD_TEST ("/store/retry-state", test_retry_state);

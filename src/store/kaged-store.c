@@ -73,6 +73,7 @@ static const char schema_v1[] =
   ");\n"
   "CREATE INDEX messages_by_session ON messages (session_id);\n"
   "CREATE INDEX messages_by_run ON messages (run_id) WHERE run_id IS NOT NULL;\n"
+  "CREATE INDEX messages_streaming ON messages (status) WHERE status = 'streaming';\n"
 
   "CREATE TABLE runs (\n"
   "  id                INTEGER PRIMARY KEY AUTOINCREMENT,\n"
@@ -215,6 +216,7 @@ typedef enum
   STMT_ATTEMPT_LIST,
 
   STMT_RECOVER_MESSAGES,
+  STMT_RECOVER_STREAMING,
   STMT_RECOVER_RUNS,
 
   STMT_RETRY_GET,
@@ -323,6 +325,9 @@ static const char * const stmt_sql[N_STMTS] = {
     "UPDATE messages SET status = 'interrupted', retryable = 0, retry_class = 'interrupted', "
     "retry_after_until = NULL WHERE role = 'agent' AND run_id IN "
     "(SELECT id FROM runs WHERE status = 'running')",
+  [STMT_RECOVER_STREAMING] =
+    "UPDATE messages SET status = 'interrupted', retryable = 0, retry_class = 'interrupted', "
+    "retry_after_until = NULL WHERE status = 'streaming'",
   [STMT_RECOVER_RUNS] =
     "UPDATE runs SET status = 'failed', retryable = 0, retry_class = 'interrupted', "
     "retry_after_until = NULL, finished_at = ?1 WHERE status = 'running' RETURNING id",
@@ -843,6 +848,12 @@ expect_changed (KagedStore  *self,
   return TRUE;
 }
 
+static int
+check_progress (void *user_data)
+{
+  return g_cancellable_is_cancelled (user_data) ? 1 : 0;
+}
+
 /* --- Opening ----------------------------------------------------------- */
 
 static gboolean
@@ -1027,7 +1038,10 @@ recover (KagedStore  *self,
   if (!kaged_store_begin (self, error))
     return FALSE;
 
-  if (!run_stmt (self, STMT_RECOVER_MESSAGES, error))
+  /* The replies of runs left running, and any reply still marked as
+   * streaming: nothing streams into them any more. */
+  if (!run_stmt (self, STMT_RECOVER_MESSAGES, error) ||
+      !run_stmt (self, STMT_RECOVER_STREAMING, error))
     goto failed;
 
   {
@@ -1429,6 +1443,76 @@ kaged_store_get_queued_runs (KagedStore *self)
   g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
 
   return self->queued_runs;
+}
+
+/**
+ * kaged_store_check:
+ * @cancellable: (nullable): a #GCancellable
+ *
+ * Reads the whole database to find damage (`PRAGMA quick_check`). Opening
+ * does not do this, as it takes time in proportion to the size of the
+ * database; call it when idle.
+ *
+ * Returns: %TRUE when no damage was found, or %FALSE with @error set
+ *   (%KAGED_STORE_ERROR_CORRUPT naming the first problem, or
+ *   %G_IO_ERROR_CANCELLED)
+ */
+gboolean
+kaged_store_check (KagedStore    *self,
+                   GCancellable  *cancellable,
+                   GError       **error)
+{
+  g_autofree char *problem = NULL;
+  sqlite3_stmt *stmt = NULL;
+  int rc;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (cancellable == NULL || G_IS_CANCELLABLE (cancellable), FALSE);
+
+  if (g_cancellable_set_error_if_cancelled (cancellable, error))
+    return FALSE;
+
+  if (cancellable != NULL)
+    sqlite3_progress_handler (self->db, 1000, check_progress, cancellable);
+
+  rc = sqlite3_prepare_v2 (self->db, "PRAGMA quick_check (1)", -1, &stmt, NULL);
+  if (rc == SQLITE_OK)
+    {
+      rc = sqlite3_step (stmt);
+      if (rc == SQLITE_ROW)
+        {
+          const char *result = (const char *)sqlite3_column_text (stmt, 0);
+
+          if (g_strcmp0 (result, "ok") != 0)
+            problem = g_strdup (result != NULL ? result : "");
+          rc = SQLITE_OK;
+        }
+    }
+
+  sqlite3_progress_handler (self->db, 0, NULL, NULL);
+
+  if (rc == SQLITE_INTERRUPT && g_cancellable_set_error_if_cancelled (cancellable, error))
+    {
+      sqlite3_finalize (stmt);
+      return FALSE;
+    }
+
+  if (rc != SQLITE_OK)
+    {
+      set_db_error (self, rc, error);
+      sqlite3_finalize (stmt);
+      return FALSE;
+    }
+  sqlite3_finalize (stmt);
+
+  if (problem != NULL)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_CORRUPT,
+                   _("The database “%s” is damaged: %s"), self->display_name, problem);
+      return FALSE;
+    }
+
+  return TRUE;
 }
 
 /* --- Public API: transactions ------------------------------------------ */

@@ -110,6 +110,9 @@ const char           *kaged_store_get_path             (KagedStore              
 KagedClock           *kaged_store_get_clock            (KagedStore                 *self);
 GPtrArray            *kaged_store_get_interrupted_runs (KagedStore                 *self);
 GPtrArray            *kaged_store_get_queued_runs      (KagedStore                 *self);
+gboolean              kaged_store_check                (KagedStore                 *self,
+                                                        GCancellable               *cancellable,
+                                                        GError                    **error);
 
 /* Transactions */
 gboolean              kaged_store_begin                (KagedStore                 *self,

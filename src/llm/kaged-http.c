@@ -400,7 +400,16 @@ kaged_json_parse_object (JsonParser  *parser,
                          gsize        len,
                          GError     **error)
 {
+  g_autofree char *repaired = NULL;
   JsonNode *root;
+
+  /* Invalid UTF-8 is repaired here so one bad byte does not lose the event. */
+  if (!g_utf8_validate_len (data, len, NULL))
+    {
+      repaired = g_utf8_make_valid (data, len);
+      data = repaired;
+      len = strlen (repaired);
+    }
 
   if (len > G_MAXSSIZE || !json_parser_load_from_data (parser, data, len, NULL) ||
       (root = json_parser_get_root (parser)) == NULL || !JSON_NODE_HOLDS_OBJECT (root))
@@ -553,6 +562,12 @@ return_error (GTask  *task,
     }
 
   kaged_chat_flush (chat);
+
+  /* An answer the parser refused carries its status; an error the provider
+   * reported inside the stream has no status of its own. */
+  if (g_error_matches (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR) &&
+      state->phase == PHASE_BODY && kaged_provider_error_get_http_status (error) == 0)
+    kaged_provider_error_set_http_status (error, state->status);
 
   if (error->domain == KAGED_PROVIDER_ERROR)
     {

@@ -1,0 +1,1217 @@
+/* test-providers.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "kaged-anthropic-provider.h"
+#include "kaged-clock.h"
+#include "kaged-http.h"
+#include "kaged-ollama-provider.h"
+#include "kaged-openai-provider.h"
+#include "kaged-provider.h"
+#include "kaged-retry-class.h"
+
+/* 2026-11-29T20:00:00Z, the providers' (fake) wall clock */
+#define NOW_MS G_GINT64_CONSTANT (1795982400000)
+#define API_KEY "sk-kaged-test-7f3a9c2e5b1d4f60"
+
+typedef enum
+{
+  OPENAI,
+  ANTHROPIC,
+  OLLAMA,
+} Kind;
+
+typedef enum
+{
+  MODE_RESPOND,     /* the whole answer at once */
+  MODE_STALL_OPEN,  /* never answer */
+  MODE_STALL_BODY,  /* headers and the first part, then nothing */
+} Mode;
+
+/* The server the test starts on 127.0.0.1, and what it is to answer. */
+typedef struct
+{
+  SoupServer         *server;
+  char               *base;
+  Mode                mode;
+  guint               status;
+  char               *content_type;
+  GBytes             *body;
+  GPtrArray          *headers;
+  guint               n_requests;
+  char               *path;
+  SoupMessageHeaders *request_headers;
+  char               *request_body;
+  GPtrArray          *paused;
+} Server;
+
+static GString *logged;
+
+static GLogWriterOutput
+capture_writer (GLogLevelFlags   log_level,
+                const GLogField *fields,
+                gsize            n_fields,
+                gpointer         user_data)
+{
+  for (gsize i = 0; i < n_fields; i++)
+    {
+      if (fields[i].length < 0)
+        g_string_append_printf (logged, "%s=%s\n", fields[i].key, (const char *)fields[i].value);
+      else
+        g_string_append_printf (logged, "%s=%.*s\n", fields[i].key, (int)fields[i].length,
+                                (const char *)fields[i].value);
+    }
+
+  if (log_level & (G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING | G_LOG_LEVEL_ERROR))
+    return g_log_writer_default (log_level, fields, n_fields, user_data);
+
+  return G_LOG_WRITER_HANDLED;
+}
+
+static void
+handler (SoupServer        *soup_server,
+         SoupServerMessage *msg,
+         const char        *path,
+         GHashTable        *query,
+         gpointer           user_data)
+{
+  Server *server = user_data;
+  SoupMessageHeaders *response_headers = soup_server_message_get_response_headers (msg);
+  g_autoptr(GBytes) request = NULL;
+  gsize len = 0;
+  const char *data;
+
+  server->n_requests++;
+  g_free (server->path);
+  server->path = g_strdup (path);
+  g_clear_pointer (&server->request_headers, soup_message_headers_unref);
+  server->request_headers = soup_message_headers_ref (soup_server_message_get_request_headers (msg));
+  request = soup_message_body_flatten (soup_server_message_get_request_body (msg));
+  g_free (server->request_body);
+  server->request_body = g_strndup (g_bytes_get_data (request, NULL), g_bytes_get_size (request));
+
+  if (server->mode == MODE_STALL_OPEN)
+    {
+      soup_server_message_pause (msg);
+      g_ptr_array_add (server->paused, g_object_ref (msg));
+      return;
+    }
+
+  soup_server_message_set_status (msg, server->status, NULL);
+  for (guint i = 0; i + 1 < server->headers->len; i += 2)
+    soup_message_headers_append (response_headers,
+                                 g_ptr_array_index (server->headers, i),
+                                 g_ptr_array_index (server->headers, i + 1));
+
+  data = server->body != NULL ? g_bytes_get_data (server->body, &len) : "";
+
+  if (server->mode == MODE_STALL_BODY)
+    {
+      soup_message_headers_set_encoding (response_headers, SOUP_ENCODING_CHUNKED);
+      soup_message_headers_set_content_type (response_headers, server->content_type, NULL);
+      soup_message_body_append (soup_server_message_get_response_body (msg),
+                                SOUP_MEMORY_COPY, data, len);
+      g_ptr_array_add (server->paused, g_object_ref (msg));
+      return;
+    }
+
+  soup_server_message_set_response (msg, server->content_type, SOUP_MEMORY_COPY, data, len);
+}
+
+static Server *
+server_new (void)
+{
+  Server *server = g_new0 (Server, 1);
+  g_autoptr(GError) error = NULL;
+  GSList *uris;
+
+  server->server = soup_server_new (NULL, NULL);
+  server->headers = g_ptr_array_new_with_free_func (g_free);
+  server->paused = g_ptr_array_new_with_free_func (g_object_unref);
+  server->status = 200;
+  server->content_type = g_strdup ("text/event-stream");
+  soup_server_add_handler (server->server, NULL, handler, server, NULL);
+  soup_server_listen_local (server->server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY, &error);
+  g_assert_no_error (error);
+
+  uris = soup_server_get_uris (server->server);
+  g_assert_nonnull (uris);
+  server->base = g_strdup_printf ("http://127.0.0.1:%d", g_uri_get_port (uris->data));
+  g_slist_free_full (uris, (GDestroyNotify)g_uri_unref);
+
+  return server;
+}
+
+static void
+server_free (Server *server)
+{
+  soup_server_disconnect (server->server);
+  g_clear_object (&server->server);
+  g_ptr_array_unref (server->paused);
+  g_ptr_array_unref (server->headers);
+  g_clear_pointer (&server->body, g_bytes_unref);
+  g_clear_pointer (&server->request_headers, soup_message_headers_unref);
+  g_free (server->request_body);
+  g_free (server->path);
+  g_free (server->content_type);
+  g_free (server->base);
+  g_free (server);
+
+  /* Let the closed connections settle before the next test. */
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Server, server_free)
+
+static void
+server_answer (Server     *server,
+               guint       status,
+               const char *content_type,
+               const char *body,
+               gssize      len)
+{
+  server->status = status;
+  g_free (server->content_type);
+  server->content_type = g_strdup (content_type);
+  g_clear_pointer (&server->body, g_bytes_unref);
+  if (body != NULL)
+    server->body = g_bytes_new (body, len < 0 ? strlen (body) : (gsize)len);
+}
+
+static void
+server_header (Server     *server,
+               const char *name,
+               const char *value)
+{
+  g_ptr_array_add (server->headers, g_strdup (name));
+  g_ptr_array_add (server->headers, g_strdup (value));
+}
+
+static char *
+read_fixture (const char *name,
+              gsize      *len)
+{
+  g_autofree char *path = g_test_build_filename (G_TEST_DIST, "fixtures", "llm", name, NULL);
+  g_autoptr(GError) error = NULL;
+  char *contents = NULL;
+
+  g_file_get_contents (path, &contents, len, &error);
+  g_assert_no_error (error);
+
+  return contents;
+}
+
+static KagedProvider *
+provider_new (Kind        kind,
+              Server     *server,
+              const char *api_key)
+{
+  g_autoptr(SoupSession) session = kaged_http_session_new ();
+  g_autoptr(KagedClock) clock = kaged_fake_clock_new (NOW_MS);
+  g_autofree char *openai_base = g_strconcat (server->base, "/v1", NULL);
+  KagedProvider *provider = NULL;
+
+  switch (kind)
+    {
+    case OPENAI:
+      provider = kaged_openai_provider_new (session, openai_base, "gpt-4o-mini", api_key);
+      break;
+
+    case ANTHROPIC:
+      provider = kaged_anthropic_provider_new (session, server->base, "claude-sonnet-4-5", api_key);
+      break;
+
+    case OLLAMA:
+      provider = kaged_ollama_provider_new (session, server->base, "qwen3:8b", api_key);
+      break;
+
+    default:
+      g_assert_not_reached ();
+    }
+
+  g_object_set (provider, "clock", clock, NULL);
+  return provider;
+}
+
+static KagedMessage *
+message_new (KagedMessageRole  role,
+             const char       *content)
+{
+  KagedMessage *message = kaged_message_new ();
+
+  kaged_message_set_role (message, role);
+  kaged_message_set_content (message, content);
+  return message;
+}
+
+static KagedChat *
+chat_new (void)
+{
+  g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func (g_object_unref);
+
+  g_ptr_array_add (messages, message_new (KAGED_MESSAGE_ROLE_SUMMARY, "Earlier: the user likes coffee."));
+  g_ptr_array_add (messages, message_new (KAGED_MESSAGE_ROLE_OPERATOR, "Bonjour"));
+  g_ptr_array_add (messages, message_new (KAGED_MESSAGE_ROLE_AGENT, "Salut !"));
+  g_ptr_array_add (messages, message_new (KAGED_MESSAGE_ROLE_OPERATOR, "Le café ?"));
+  g_ptr_array_add (messages, message_new (KAGED_MESSAGE_ROLE_OPERATOR, "Avec du lait."));
+
+  return kaged_chat_new (messages, "Be brief.");
+}
+
+typedef struct
+{
+  GString      *text;
+  GString      *thinking;
+  GError       *error;
+  gboolean      ok;
+  gboolean      finished;
+  GCancellable *cancel_on_delta;
+} Call;
+
+static void
+on_delta (KagedChat      *chat,
+          KagedDeltaKind  kind,
+          const char     *text,
+          Call           *call)
+{
+  g_assert_true (g_utf8_validate (text, -1, NULL));
+  g_assert_cmpuint (strlen (text), >, 0);
+  g_string_append (kind == KAGED_DELTA_TEXT ? call->text : call->thinking, text);
+
+  if (call->cancel_on_delta != NULL)
+    g_cancellable_cancel (call->cancel_on_delta);
+}
+
+static void
+chat_done (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  Call *call = user_data;
+
+  call->ok = kaged_provider_chat_finish (KAGED_PROVIDER (object), result, &call->error);
+  call->finished = TRUE;
+}
+
+static void
+call_clear (Call *call)
+{
+  g_string_free (call->text, TRUE);
+  g_string_free (call->thinking, TRUE);
+  g_clear_error (&call->error);
+}
+
+static void
+run_chat (KagedProvider *provider,
+          KagedChat     *chat,
+          GCancellable  *cancellable,
+          Call          *call)
+{
+  gulong handler_id;
+
+  call->text = g_string_new (NULL);
+  call->thinking = g_string_new (NULL);
+  call->error = NULL;
+  call->ok = FALSE;
+  call->finished = FALSE;
+
+  handler_id = g_signal_connect (chat, "delta", G_CALLBACK (on_delta), call);
+  kaged_provider_chat_async (provider, chat, cancellable, chat_done, call);
+  while (!call->finished)
+    g_main_context_iteration (NULL, TRUE);
+  g_signal_handler_disconnect (chat, handler_id);
+
+  g_assert_true (call->ok == (call->error == NULL));
+}
+
+static JsonObject *
+request_json (Server      *server,
+              JsonParser **parser)
+{
+  g_autoptr(GError) error = NULL;
+
+  *parser = json_parser_new ();
+  json_parser_load_from_data (*parser, server->request_body, -1, &error);
+  g_assert_no_error (error);
+  return json_node_get_object (json_parser_get_root (*parser));
+}
+
+static void
+assert_message (JsonArray  *messages,
+                guint       index,
+                const char *role,
+                const char *content)
+{
+  JsonObject *message = json_array_get_object_element (messages, index);
+
+  g_assert_cmpstr (json_object_get_string_member (message, "role"), ==, role);
+  g_assert_cmpstr (json_object_get_string_member (message, "content"), ==, content);
+}
+
+static void
+test_openai_stream (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(JsonParser) parser = NULL;
+  g_autofree char *body = NULL;
+  gsize len = 0;
+  JsonObject *request;
+  JsonArray *messages;
+  Call call = { 0, };
+
+  body = read_fixture ("openai-stream.sse", &len);
+  server_answer (server, 200, "text/event-stream", body, len);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_no_error (call.error);
+  g_assert_cmpstr (call.text->str, ==, "Bonjour, le café est prêt ☕.");
+  g_assert_cmpstr (call.thinking->str, ==, "");
+  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "stop");
+  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 19);
+  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 9);
+
+  g_assert_cmpstr (server->path, ==, "/v1/chat/completions");
+  g_assert_cmpstr (soup_message_headers_get_one (server->request_headers, "Authorization"), ==,
+                   "Bearer " API_KEY);
+  request = request_json (server, &parser);
+  g_assert_cmpstr (json_object_get_string_member (request, "model"), ==, "gpt-4o-mini");
+  g_assert_true (json_object_get_boolean_member (request, "stream"));
+  g_assert_true (json_object_get_boolean_member (json_object_get_object_member (request, "stream_options"),
+                                                 "include_usage"));
+  messages = json_object_get_array_member (request, "messages");
+  g_assert_cmpuint (json_array_get_length (messages), ==, 6);
+  assert_message (messages, 0, "system", "Be brief.");
+  assert_message (messages, 1, "system", "Earlier: the user likes coffee.");
+  assert_message (messages, 2, "user", "Bonjour");
+  assert_message (messages, 3, "assistant", "Salut !");
+  assert_message (messages, 4, "user", "Le café ?");
+  assert_message (messages, 5, "user", "Avec du lait.");
+
+  call_clear (&call);
+}
+
+static void
+test_openai_reasoning_without_key (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, NULL);
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autofree char *body = NULL;
+  gsize len = 0;
+  Call call = { 0, };
+
+  body = read_fixture ("openai-reasoning.sse", &len);
+  server_answer (server, 200, "text/event-stream; charset=utf-8", body, len);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_no_error (call.error);
+  g_assert_cmpstr (call.thinking->str, ==, "The user asks for 2+2.");
+  g_assert_cmpstr (call.text->str, ==, "2 + 2 = 4");
+  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "length");
+  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 17);
+  g_assert_null (soup_message_headers_get_one (server->request_headers, "Authorization"));
+
+  call_clear (&call);
+}
+
+static void
+test_anthropic_stream (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(JsonParser) parser = NULL;
+  g_autofree char *body = NULL;
+  gsize len = 0;
+  JsonObject *request;
+  JsonArray *messages;
+  Call call = { 0, };
+
+  body = read_fixture ("anthropic-stream.sse", &len);
+  server_answer (server, 200, "text/event-stream", body, len);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_no_error (call.error);
+  g_assert_cmpstr (call.thinking->str, ==, "Let me count the letters.");
+  g_assert_cmpstr (call.text->str, ==, "Il y a trois « r » dans “strawberry” 🍓.");
+  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "end_turn");
+  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 472);
+  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 58);
+
+  g_assert_cmpstr (server->path, ==, "/v1/messages");
+  g_assert_cmpstr (soup_message_headers_get_one (server->request_headers, "x-api-key"), ==, API_KEY);
+  g_assert_cmpstr (soup_message_headers_get_one (server->request_headers, "anthropic-version"), ==,
+                   "2023-06-01");
+  g_assert_null (soup_message_headers_get_one (server->request_headers, "Authorization"));
+
+  request = request_json (server, &parser);
+  g_assert_cmpint (json_object_get_int_member (request, "max_tokens"), ==, 4096);
+  g_assert_cmpstr (json_object_get_string_member (request, "system"), ==,
+                   "Be brief.\n\nEarlier: the user likes coffee.");
+  messages = json_object_get_array_member (request, "messages");
+  g_assert_cmpuint (json_array_get_length (messages), ==, 3);
+  assert_message (messages, 0, "user", "Bonjour");
+  assert_message (messages, 1, "assistant", "Salut !");
+  assert_message (messages, 2, "user", "Le café ?\n\nAvec du lait.");
+
+  call_clear (&call);
+}
+
+static void
+test_ollama_stream (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OLLAMA, server, NULL);
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(JsonParser) parser = NULL;
+  g_autofree char *body = NULL;
+  gsize len = 0;
+  JsonObject *request;
+  Call call = { 0, };
+
+  body = read_fixture ("ollama-stream.ndjson", &len);
+  server_answer (server, 200, "application/x-ndjson", body, len);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_no_error (call.error);
+  g_assert_cmpstr (call.thinking->str, ==, "Greeting in Japanese…simple.");
+  g_assert_cmpstr (call.text->str, ==, "こんにちは、世界！");
+  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "stop");
+  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 26);
+  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 282);
+
+  g_assert_cmpstr (server->path, ==, "/api/chat");
+  g_assert_null (soup_message_headers_get_one (server->request_headers, "Authorization"));
+  request = request_json (server, &parser);
+  g_assert_cmpstr (json_object_get_string_member (request, "model"), ==, "qwen3:8b");
+  g_assert_true (json_object_get_boolean_member (request, "stream"));
+  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (request, "messages")), ==, 6);
+
+  call_clear (&call);
+}
+
+typedef struct
+{
+  Kind             kind;
+  guint            status;
+  const char      *content_type;
+  const char      *body;
+  const char      *header_name;
+  const char      *header_value;
+  KagedRetryClass  retry_class;
+  gint64           server_wait_ms;
+  const char      *wait_source;
+} ErrorRow;
+
+static void
+test_error_rows (void)
+{
+  static const ErrorRow rows[] = {
+    { OPENAI, 429, "application/json",
+      "{\"error\":{\"message\":\"Rate limit reached for gpt-4o-mini. Please try again in 1.5s.\",\"type\":\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}",
+      "retry-after-ms", "1500", KAGED_RETRY_CLASS_RATE_LIMITED, 1500, "retry-after-ms" },
+    { OPENAI, 429, "application/json",
+      "{\"error\":{\"message\":\"Rate limit reached.\",\"code\":\"rate_limit_exceeded\"}}",
+      "retry-after", "Sun, 29 Nov 2026 20:00:30 GMT", KAGED_RETRY_CLASS_RATE_LIMITED, 30000, "retry-after" },
+    { OPENAI, 429, "application/json",
+      "{\"error\":{\"message\":\"Rate limit reached on tokens per day.\",\"code\":\"rate_limit_exceeded\"}}",
+      "x-ratelimit-reset-tokens", "1h2m3s", KAGED_RETRY_CLASS_RATE_LIMITED, 3723000, "x-ratelimit-reset" },
+    { OPENAI, 429, "application/json",
+      "{\"error\":{\"message\":\"You exceeded your current quota, please check your plan and billing details.\",\"type\":\"insufficient_quota\",\"param\":null,\"code\":\"insufficient_quota\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_QUOTA_EXHAUSTED, -1, NULL },
+    { OPENAI, 429, "application/json",
+      "{\"error\":{\"message\":\"Organization spend limit reached.\",\"code\":\"organization_spend_limit_exceeded\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_SPEND_LIMIT_EXCEEDED, -1, NULL },
+    { OPENAI, 400, "application/json",
+      "{\"error\":{\"message\":\"This model's maximum context length is 128000 tokens.\",\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_CONTEXT_OVERFLOW, -1, NULL },
+    { OPENAI, 401, "application/json",
+      "{\"error\":{\"message\":\"Incorrect API key provided.\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_AUTH_FAILED, -1, NULL },
+    { OPENAI, 404, "application/json",
+      "{\"error\":{\"message\":\"The model `gpt-9` does not exist.\",\"code\":\"model_not_found\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_INVALID_REQUEST, -1, NULL },
+    { OPENAI, 422, "application/json", "{\"detail\":\"bad\"}", NULL, NULL, KAGED_RETRY_CLASS_INVALID_REQUEST, -1, NULL },
+    { OPENAI, 408, "text/plain", "Request Timeout", NULL, NULL, KAGED_RETRY_CLASS_TIMEOUT, -1, NULL },
+    { OPENAI, 500, "application/json", "{\"error\":{\"message\":\"The server had an error.\",\"type\":\"server_error\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_SERVER_ERROR, -1, NULL },
+    { OPENAI, 502, "text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>",
+      NULL, NULL, KAGED_RETRY_CLASS_SERVER_ERROR, -1, NULL },
+    { OPENAI, 503, "text/plain", "upstream connect error", "retry-after", "2",
+      KAGED_RETRY_CLASS_OVERLOADED, 2000, "retry-after" },
+    { OPENAI, 504, "text/plain", "", NULL, NULL, KAGED_RETRY_CLASS_SERVER_ERROR, -1, NULL },
+    { OPENAI, 200, "text/html", "<!DOCTYPE html><html><body>Sign in to the Wi-Fi</body></html>",
+      NULL, NULL, KAGED_RETRY_CLASS_PROTOCOL_ERROR, -1, NULL },
+    { ANTHROPIC, 529, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":\"req_011CSHoEeqs5C35K2UUqR7Fy\"}",
+      "retry-after", "7", KAGED_RETRY_CLASS_OVERLOADED, 7000, "retry-after" },
+    { ANTHROPIC, 429, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Number of request tokens has exceeded your per-minute rate limit\"}}",
+      "anthropic-ratelimit-tokens-reset", "2026-11-29T20:00:42Z", KAGED_RETRY_CLASS_RATE_LIMITED, 42000,
+      "anthropic-ratelimit-reset" },
+    { ANTHROPIC, 400, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 208656 tokens > 200000 maximum\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_CONTEXT_OVERFLOW, -1, NULL },
+    { ANTHROPIC, 400, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"billing_error\",\"message\":\"Your credit balance is too low to access the Anthropic API.\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_QUOTA_EXHAUSTED, -1, NULL },
+    { ANTHROPIC, 401, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_AUTH_FAILED, -1, NULL },
+    { ANTHROPIC, 403, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"permission_error\",\"message\":\"Not allowed\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_AUTH_FAILED, -1, NULL },
+    { ANTHROPIC, 404, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"not_found_error\",\"message\":\"model: claude-9\"}}",
+      NULL, NULL, KAGED_RETRY_CLASS_INVALID_REQUEST, -1, NULL },
+    { ANTHROPIC, 500, "application/json",
+      "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}",
+      "x-should-retry", "false", KAGED_RETRY_CLASS_SERVER_ERROR, -1, NULL },
+    { OLLAMA, 404, "application/json", "{\"error\":\"model \\\"llama9\\\" not found, try pulling it first\"}",
+      NULL, NULL, KAGED_RETRY_CLASS_INVALID_REQUEST, -1, NULL },
+    { OLLAMA, 400, "application/json", "{\"error\":\"invalid message format\"}",
+      NULL, NULL, KAGED_RETRY_CLASS_INVALID_REQUEST, -1, NULL },
+    { OLLAMA, 500, "application/json",
+      "{\"error\":\"model requires more system memory (12.0 GiB) than is available (8.0 GiB)\"}",
+      NULL, NULL, KAGED_RETRY_CLASS_SERVER_ERROR, -1, NULL },
+    { OLLAMA, 503, "application/json", "{\"error\":\"server busy, please try again.  maximum pending requests exceeded\"}",
+      NULL, NULL, KAGED_RETRY_CLASS_OVERLOADED, -1, NULL },
+    { OLLAMA, 200, "text/plain", "Ollama is running", NULL, NULL, KAGED_RETRY_CLASS_PROTOCOL_ERROR, -1, NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (rows[i].kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      Call call = { 0, };
+
+      g_test_message ("row %u: HTTP %u %s", i, rows[i].status, rows[i].body);
+      server_answer (server, rows[i].status, rows[i].content_type, rows[i].body, -1);
+      server_header (server, "x-request-id", "req_test_1");
+      if (rows[i].header_name != NULL)
+        server_header (server, rows[i].header_name, rows[i].header_value);
+
+      run_chat (provider, chat, NULL, &call);
+
+      g_assert_error (call.error, KAGED_PROVIDER_ERROR, (int)rows[i].retry_class);
+      g_assert_cmpint (kaged_provider_error_get_retryable (call.error), ==,
+                       kaged_retry_class_is_retryable (rows[i].retry_class));
+      g_assert_cmpuint (kaged_provider_error_get_http_status (call.error), ==, rows[i].status);
+      g_assert_cmpint (kaged_provider_error_get_server_wait_ms (call.error), ==, rows[i].server_wait_ms);
+      g_assert_cmpstr (kaged_provider_error_get_wait_source (call.error), ==, rows[i].wait_source);
+      g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_test_1");
+      g_assert_false (kaged_chat_has_delta (chat));
+      g_assert_cmpstr (call.text->str, ==, "");
+      g_assert_cmpuint (server->n_requests, ==, 1);
+
+      if (g_strcmp0 (rows[i].header_name, "x-should-retry") == 0)
+        g_assert_cmpint (kaged_provider_error_get_should_retry (call.error), ==, 0);
+      else
+        g_assert_cmpint (kaged_provider_error_get_should_retry (call.error), ==, -1);
+
+      call_clear (&call);
+    }
+}
+
+static void
+test_provider_message (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OLLAMA, server, NULL);
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  server_answer (server, 404, "application/json",
+                 "{\"error\":\"model \\\"qwen3:8b\\\" not found, try pulling it first\"}", -1);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_INVALID_REQUEST);
+  g_assert_cmpstr (kaged_provider_error_get_provider_message (call.error), ==,
+                   "model \"qwen3:8b\" not found, try pulling it first");
+  g_assert_cmpstr (call.error->message, ==,
+                   "The provider refused the request (HTTP 404): model \"qwen3:8b\" not found, try pulling it first");
+  call_clear (&call);
+}
+
+/* The first bytes of each fixture up to (not including) its Nth delta-bearing piece. */
+static const struct {
+  Kind        kind;
+  const char *fixture;
+  const char *cut_after;
+  const char *partial;
+} cuts[] = {
+  { OPENAI, "openai-stream.sse", "\"content\":\"café\"", "Bonjour, le café" },
+  { ANTHROPIC, "anthropic-stream.sse", "trois « r »", "Il y a trois « r »" },
+  { OLLAMA, "ollama-stream.ndjson", "、世界", "こんにちは、世界" },
+};
+
+static gsize
+cut_length (const char *body,
+            const char *after)
+{
+  const char *at = strstr (body, after);
+  const char *end;
+
+  g_assert_nonnull (at);
+  end = strstr (at, "\n\n");
+  if (end == NULL || strstr (at, "\n") < end)
+    end = strchr (at, '\n');
+  /* Keep the event's ending, so the cut falls between two events. */
+  while (*end == '\n')
+    end++;
+  return end - body;
+}
+
+static void
+test_stream_cut (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (cuts); i++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (cuts[i].kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      g_autofree char *body = NULL;
+      gsize len = 0;
+      Call call = { 0, };
+
+      body = read_fixture (cuts[i].fixture, &len);
+      server_answer (server, 200, cuts[i].kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
+                     body, cut_length (body, cuts[i].cut_after));
+      server_header (server, "request-id", "req_cut");
+      run_chat (provider, chat, NULL, &call);
+
+      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+      g_assert_true (kaged_provider_error_get_retryable (call.error));
+      g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_cut");
+      g_assert_true (kaged_chat_has_delta (chat));
+      g_assert_cmpstr (call.text->str, ==, cuts[i].partial);
+      call_clear (&call);
+    }
+}
+
+static void
+test_closed_without_answer (void)
+{
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      Call call = { 0, };
+
+      server_answer (server, 200, "text/event-stream", "", 0);
+      run_chat (provider, chat, NULL, &call);
+
+      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+      g_assert_false (kaged_chat_has_delta (chat));
+      call_clear (&call);
+    }
+}
+
+static void
+test_anthropic_overloaded_in_stream (void)
+{
+  const char *before =
+    "event: message_start\n"
+    "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n"
+    "event: ping\n"
+    "data: {\"type\":\"ping\"}\n\n"
+    "event: error\n"
+    "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+  const char *after =
+    "event: message_start\n"
+    "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half a\"}}\n\n"
+    "event: error\n"
+    "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+
+  {
+    g_autoptr(Server) server = server_new ();
+    g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
+    g_autoptr(KagedChat) chat = chat_new ();
+    Call call = { 0, };
+
+    server_answer (server, 200, "text/event-stream", before, -1);
+    server_header (server, "request-id", "req_in_stream");
+    run_chat (provider, chat, NULL, &call);
+
+    /* Still the open call: overloaded, retryable, nothing delivered. */
+    g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+    g_assert_true (kaged_provider_error_get_retryable (call.error));
+    g_assert_cmpstr (kaged_provider_error_get_provider_message (call.error), ==, "Overloaded");
+    g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_in_stream");
+    g_assert_false (kaged_chat_has_delta (chat));
+    call_clear (&call);
+  }
+
+  {
+    g_autoptr(Server) server = server_new ();
+    g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
+    g_autoptr(KagedChat) chat = chat_new ();
+    Call call = { 0, };
+
+    server_answer (server, 200, "text/event-stream", after, -1);
+    run_chat (provider, chat, NULL, &call);
+
+    g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+    g_assert_true (kaged_chat_has_delta (chat));
+    g_assert_cmpstr (call.text->str, ==, "Half a");
+    call_clear (&call);
+  }
+}
+
+static void
+test_openai_error_in_stream (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  server_answer (server, 200, "text/event-stream",
+                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
+                 "data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\"}}\n\n",
+                 -1);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_SERVER_ERROR);
+  g_assert_cmpstr (call.text->str, ==, "Hi");
+  call_clear (&call);
+}
+
+static void
+test_ollama_error_line (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OLLAMA, server, NULL);
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  server_answer (server, 200, "application/x-ndjson",
+                 "{\"model\":\"qwen3:8b\",\"message\":{\"role\":\"assistant\",\"content\":\"Un\"},\"done\":false}\n"
+                 "{\"error\":\"an error was encountered while running the model: CUDA error\"}\n",
+                 -1);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_SERVER_ERROR);
+  g_assert_cmpstr (kaged_provider_error_get_provider_message (call.error), ==,
+                   "an error was encountered while running the model: CUDA error");
+  g_assert_cmpstr (call.text->str, ==, "Un");
+  call_clear (&call);
+}
+
+static void
+test_unknown_fields_and_events (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  server_answer (server, 200, "text/event-stream",
+                 ": OPENROUTER PROCESSING\n\n"
+                 "event: keepalive\ndata: {\"ts\":1}\n\n"
+                 "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"A\",\"annotations\":[]},\"logprobs\":{\"content\":[]},\"native_finish_reason\":null,\"finish_reason\":null}],\"provider\":\"Some\",\"usage\":null}\n\n"
+                 "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"not ours\"}}]}\n\n"
+                 "id: 7\nretry: 3000\ndata: {\"choices\":null,\"obfuscation\":\"abc\"}\n\n"
+                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"B\"},\"finish_reason\":\"stop\"}]}\n\n"
+                 "data: [DONE]\n\n",
+                 -1);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_no_error (call.error);
+  g_assert_cmpstr (call.text->str, ==, "AB");
+  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "stop");
+  call_clear (&call);
+}
+
+static void
+test_over_cap (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(GString) body = g_string_new ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+  Call call = { 0, };
+
+  for (guint i = 0; i < 256 * 1024; i++)
+    g_string_append_c (body, 'z');
+  g_string_append (body, "\"}}]}\n\ndata: [DONE]\n\n");
+
+  g_object_set (provider, "max-event-size", (guint64)(64 * 1024), NULL);
+  server_answer (server, 200, "text/event-stream", body->str, body->len);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_assert_false (kaged_provider_error_get_retryable (call.error));
+  g_assert_cmpstr (call.text->str, ==, "");
+  call_clear (&call);
+}
+
+static gboolean
+cancel_later (gpointer user_data)
+{
+  g_cancellable_cancel (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_cancel_open (void)
+{
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+      gint64 started = g_get_monotonic_time ();
+      Call call = { 0, };
+
+      server->mode = MODE_STALL_OPEN;
+      g_timeout_add (50, cancel_later, cancellable);
+      run_chat (provider, chat, cancellable, &call);
+
+      g_assert_error (call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      g_assert_cmpint (g_get_monotonic_time () - started, <, 5 * G_USEC_PER_SEC);
+      g_assert_cmpuint (server->n_requests, ==, 1);
+      call_clear (&call);
+    }
+
+  /* Cancelled before it started: nothing is sent. */
+  {
+    g_autoptr(Server) server = server_new ();
+    g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
+    g_autoptr(KagedChat) chat = chat_new ();
+    g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+    Call call = { 0, };
+
+    g_cancellable_cancel (cancellable);
+    run_chat (provider, chat, cancellable, &call);
+    g_assert_error (call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+    call_clear (&call);
+  }
+}
+
+static const char *stall_bodies[] = {
+  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Partial\"}}]}\n\n",
+  "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Partial\"}}\n\n",
+  "{\"message\":{\"role\":\"assistant\",\"content\":\"Partial\"},\"done\":false}\n",
+};
+
+static void
+test_cancel_stream (void)
+{
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+      Call call = { 0, };
+
+      server->mode = MODE_STALL_BODY;
+      server_answer (server, 200, kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
+                     stall_bodies[kind], -1);
+      call.cancel_on_delta = cancellable;
+      run_chat (provider, chat, cancellable, &call);
+
+      g_assert_error (call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      g_assert_cmpstr (call.text->str, ==, "Partial");
+      call_clear (&call);
+      call.cancel_on_delta = NULL;
+    }
+}
+
+static void
+test_first_byte_timeout (void)
+{
+  g_autoptr(Server) server = server_new ();
+  g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  server->mode = MODE_STALL_OPEN;
+  g_object_set (provider, "first-byte-timeout-ms", 150, NULL);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_TIMEOUT);
+  g_assert_true (kaged_provider_error_get_retryable (call.error));
+  g_assert_cmpuint (kaged_provider_error_get_http_status (call.error), ==, 0);
+  call_clear (&call);
+}
+
+static void
+test_idle_timeout (void)
+{
+  /* After the first delta a stalled stream is a cut: network, partial kept. */
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      Call call = { 0, };
+
+      server->mode = MODE_STALL_BODY;
+      server_answer (server, 200, kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
+                     stall_bodies[kind], -1);
+      g_object_set (provider, "idle-timeout-ms", 150, NULL);
+      run_chat (provider, chat, NULL, &call);
+
+      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+      g_assert_true (kaged_provider_error_get_retryable (call.error));
+      g_assert_cmpstr (call.text->str, ==, "Partial");
+      call_clear (&call);
+    }
+
+  /* Before it, a timeout. */
+  {
+    g_autoptr(Server) server = server_new ();
+    g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
+    g_autoptr(KagedChat) chat = chat_new ();
+    Call call = { 0, };
+
+    server->mode = MODE_STALL_BODY;
+    server_answer (server, 200, "text/event-stream", ": waiting\n\n", -1);
+    g_object_set (provider, "idle-timeout-ms", 150, NULL);
+    run_chat (provider, chat, NULL, &call);
+
+    g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_TIMEOUT);
+    g_assert_false (kaged_chat_has_delta (chat));
+    call_clear (&call);
+  }
+}
+
+static void
+test_connection_refused (void)
+{
+  g_autofree char *base = NULL;
+  g_autoptr(KagedProvider) provider = NULL;
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  {
+    g_autoptr(Server) server = server_new ();
+
+    base = g_strdup (server->base);
+  }
+
+  provider = kaged_ollama_provider_new (NULL, base, "qwen3:8b", NULL);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+  g_assert_true (kaged_provider_error_get_retryable (call.error));
+  g_assert_cmpuint (kaged_provider_error_get_http_status (call.error), ==, 0);
+  call_clear (&call);
+}
+
+static void
+test_bad_base_url (void)
+{
+  g_autoptr(KagedProvider) provider = kaged_openai_provider_new (NULL, "not an address", "m", NULL);
+  g_autoptr(KagedChat) chat = chat_new ();
+  Call call = { 0, };
+
+  run_chat (provider, chat, NULL, &call);
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_INVALID_REQUEST);
+  g_assert_false (kaged_provider_error_get_retryable (call.error));
+  call_clear (&call);
+}
+
+static void
+test_key_never_logged (void)
+{
+  g_autofree char *echo = g_strdup_printf ("{\"error\":{\"message\":\"Incorrect API key provided: %s. You can find your API key at https://example.invalid.\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}",
+                                           API_KEY);
+  g_autofree char *echo_anthropic = g_strdup_printf ("{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key %s\"}}",
+                                                     API_KEY);
+  g_autofree char *body = NULL;
+  gsize len = 0;
+
+  body = read_fixture ("openai-stream.sse", &len);
+  g_string_truncate (logged, 0);
+
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      g_autoptr(KagedChat) chat2 = chat_new ();
+      Call call = { 0, };
+
+      /* A success, then a failure whose body repeats the key. */
+      server_answer (server, 200, "text/event-stream", body, len);
+      run_chat (provider, chat, NULL, &call);
+      call_clear (&call);
+
+      server_answer (server, 401, "application/json", kind == ANTHROPIC ? echo_anthropic : echo, -1);
+      run_chat (provider, chat2, NULL, &call);
+      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_AUTH_FAILED);
+      g_assert_null (strstr (call.error->message, API_KEY));
+      g_assert_null (strstr (kaged_provider_error_get_provider_message (call.error), API_KEY));
+      g_assert_nonnull (strstr (call.error->message, "[redacted]"));
+      call_clear (&call);
+
+      /* The key did reach the server, where it belongs. */
+      g_assert_nonnull (strstr (kind == ANTHROPIC
+                                  ? soup_message_headers_get_one (server->request_headers, "x-api-key")
+                                  : soup_message_headers_get_one (server->request_headers, "Authorization"),
+                                API_KEY));
+
+      /* And it cannot be read back from the provider. */
+      g_assert_true (g_object_class_find_property (G_OBJECT_GET_CLASS (provider), "api-key")->flags & G_PARAM_WRITABLE);
+      g_assert_false (g_object_class_find_property (G_OBJECT_GET_CLASS (provider), "api-key")->flags & G_PARAM_READABLE);
+    }
+
+  /* Something was logged (debug messages are on), and never the key. */
+  g_assert_nonnull (strstr (logged->str, "POST /"));
+  g_assert_nonnull (strstr (logged->str, "Request failed"));
+  g_assert_null (strstr (logged->str, API_KEY));
+}
+
+typedef struct
+{
+  GString  *text;
+  GString  *thinking;
+  guint     n_text;
+} Deltas;
+
+static void
+collect_delta (KagedChat      *chat,
+               KagedDeltaKind  kind,
+               const char     *text,
+               Deltas         *deltas)
+{
+  g_assert_true (g_utf8_validate (text, -1, NULL));
+  g_assert_cmpuint (strlen (text), >, 0);
+  if (kind == KAGED_DELTA_TEXT)
+    {
+      g_string_append (deltas->text, text);
+      deltas->n_text++;
+    }
+  else
+    {
+      g_string_append (deltas->thinking, text);
+    }
+}
+
+static void
+test_chat_split_characters (void)
+{
+  g_autoptr(KagedChat) chat = kaged_chat_new (NULL, NULL);
+  Deltas deltas = { g_string_new (NULL), g_string_new (NULL), 0 };
+  const char *emoji = "\xF0\x9F\x8E\x89";
+
+  g_signal_connect (chat, "delta", G_CALLBACK (collect_delta), &deltas);
+
+  g_assert_false (kaged_chat_has_delta (chat));
+  kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, "", 0);
+  g_assert_false (kaged_chat_has_delta (chat));
+
+  /* "é" split between two pushes comes out whole. */
+  kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, "caf\xC3", -1);
+  g_assert_cmpstr (deltas.text->str, ==, "caf");
+  g_assert_true (kaged_chat_has_delta (chat));
+  kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, "\xA9!", 2);
+  g_assert_cmpstr (deltas.text->str, ==, "café!");
+
+  /* A four-byte character pushed one byte at a time, thinking interleaved. */
+  for (guint i = 0; i < 4; i++)
+    {
+      kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, emoji + i, 1);
+      kaged_chat_push_delta (chat, KAGED_DELTA_THINKING, "\xE2\x9C\x93" + (i % 3), 1);
+    }
+  g_assert_cmpstr (deltas.text->str, ==, "café!🎉");
+  g_assert_cmpstr (deltas.thinking->str, ==, "✓");
+
+  /* Bytes that can never be valid are repaired at once. */
+  kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, "a\xFF" "b\xC0\xAF", 5);
+  g_assert_cmpstr (deltas.text->str, ==, "café!🎉a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+
+  /* What is left unfinished at the end is flushed, repaired. */
+  kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, " \xE2\x82", 3);
+  g_assert_true (g_str_has_suffix (deltas.text->str, " "));
+  kaged_chat_flush (chat);
+  g_assert_true (g_str_has_suffix (deltas.text->str, " \xEF\xBF\xBD\xEF\xBF\xBD"));
+  kaged_chat_flush (chat);
+  g_assert_true (g_str_has_suffix (deltas.text->str, " \xEF\xBF\xBD\xEF\xBF\xBD"));
+
+  g_string_free (deltas.text, TRUE);
+  g_string_free (deltas.thinking, TRUE);
+}
+
+static void
+on_attempt (KagedChat    *chat,
+            KagedAttempt *attempt,
+            guint        *count)
+{
+  g_assert_cmpuint (attempt->http_status, ==, 529);
+  (*count)++;
+}
+
+static void
+test_chat_attempts_and_usage (void)
+{
+  g_autoptr(KagedChat) chat = kaged_chat_new (NULL, "sys");
+  g_autoptr(KagedAttempt) attempt = kaged_attempt_new ();
+  guint count = 0;
+
+  g_signal_connect (chat, "attempt", G_CALLBACK (on_attempt), &count);
+  attempt->http_status = 529;
+  attempt->retry_class = KAGED_RETRY_CLASS_OVERLOADED;
+  kaged_chat_add_attempt (chat, attempt);
+  kaged_chat_add_attempt (chat, attempt);
+  g_assert_cmpuint (count, ==, 2);
+  g_assert_cmpuint (kaged_chat_get_attempts (chat)->len, ==, 2);
+
+  kaged_chat_set_usage (chat, 10, 20);
+  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 10);
+  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 20);
+  g_assert_cmpstr (kaged_chat_get_system_prompt (chat), ==, "sys");
+  g_assert_cmpuint (kaged_chat_get_messages (chat)->len, ==, 0);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_setenv ("G_MESSAGES_DEBUG", "all", TRUE);
+  logged = g_string_new (NULL);
+  g_log_set_writer_func (capture_writer, NULL, NULL);
+
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/chat/split-characters", test_chat_split_characters);
+  g_test_add_func ("/chat/attempts-and-usage", test_chat_attempts_and_usage);
+  g_test_add_func ("/providers/openai/stream", test_openai_stream);
+  g_test_add_func ("/providers/openai/reasoning-without-key", test_openai_reasoning_without_key);
+  g_test_add_func ("/providers/anthropic/stream", test_anthropic_stream);
+  g_test_add_func ("/providers/ollama/stream", test_ollama_stream);
+  g_test_add_func ("/providers/error-rows", test_error_rows);
+  g_test_add_func ("/providers/provider-message", test_provider_message);
+  g_test_add_func ("/providers/stream-cut", test_stream_cut);
+  g_test_add_func ("/providers/closed-without-answer", test_closed_without_answer);
+  g_test_add_func ("/providers/anthropic/overloaded-in-stream", test_anthropic_overloaded_in_stream);
+  g_test_add_func ("/providers/openai/error-in-stream", test_openai_error_in_stream);
+  g_test_add_func ("/providers/ollama/error-line", test_ollama_error_line);
+  g_test_add_func ("/providers/unknown-fields-and-events", test_unknown_fields_and_events);
+  g_test_add_func ("/providers/over-cap", test_over_cap);
+  g_test_add_func ("/providers/cancel-open", test_cancel_open);
+  g_test_add_func ("/providers/cancel-stream", test_cancel_stream);
+  g_test_add_func ("/providers/first-byte-timeout", test_first_byte_timeout);
+  g_test_add_func ("/providers/idle-timeout", test_idle_timeout);
+  g_test_add_func ("/providers/connection-refused", test_connection_refused);
+  g_test_add_func ("/providers/bad-base-url", test_bad_base_url);
+  g_test_add_func ("/providers/key-never-logged", test_key_never_logged);
+
+  return g_test_run ();
+}

@@ -1,0 +1,452 @@
+/* kaged-retry-banner.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-retry-banner"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "kaged-retry-banner.h"
+
+/**
+ * KagedRetryBanner:
+ *
+ * The bar above a conversation that shows a pending Tier 2 retry: why it
+ * waits (class, HTTP status, where the wait came from), the attempt, the
+ * seconds left or the time it is scheduled for, and *Retry Now* and
+ * *Cancel Retry*. It slides in while its #KagedRetryScheduler has a retry
+ * pending and out when the retry starts, is cancelled or is no longer
+ * needed. It redraws only when the scheduler's properties change — once a
+ * second while counting down.
+ */
+struct _KagedRetryBanner
+{
+  GtkWidget parent_instance;
+
+  KagedRetryScheduler *scheduler;
+  GSignalGroup *scheduler_signals;
+
+  GtkRevealer *revealer;
+  GtkImage *icon;
+  GtkLabel *reason_label;
+  GtkLabel *detail_label;
+  GtkLabel *status_label;
+  GtkButton *retry_button;
+  GtkButton *cancel_button;
+};
+
+G_DEFINE_FINAL_TYPE (KagedRetryBanner, kaged_retry_banner, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_SCHEDULER,
+  PROP_REVEALED,
+  N_PROPS
+};
+
+static GParamSpec *properties [N_PROPS];
+
+static const char banner_css[] =
+  ".kaged-retry-banner {\n"
+  "  padding: 6px 6px 6px 12px;\n"
+  "  background-color: mix(@warning_bg_color, @window_bg_color, 0.8);\n"
+  "  color: @window_fg_color;\n"
+  "  box-shadow: inset 0 -1px alpha(currentColor, 0.15);\n"
+  "}\n"
+  ".kaged-retry-banner .kaged-retry-status {\n"
+  "  font-weight: bold;\n"
+  "}\n";
+
+static void
+ensure_style (GtkWidget *widget)
+{
+  GdkDisplay *display = gtk_widget_get_display (widget);
+  g_autoptr(GtkCssProvider) provider = NULL;
+
+  if (display == NULL || g_object_get_data (G_OBJECT (display), "kaged-retry-banner-css") != NULL)
+    return;
+
+  provider = gtk_css_provider_new ();
+  gtk_css_provider_load_from_data (provider, banner_css, -1);
+  gtk_style_context_add_provider_for_display (display, GTK_STYLE_PROVIDER (provider),
+                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+  g_object_set_data_full (G_OBJECT (display), "kaged-retry-banner-css",
+                          g_steal_pointer (&provider), g_object_unref);
+}
+
+static void
+set_label (GtkLabel   *label,
+           const char *text)
+{
+  if (text == NULL)
+    text = "";
+
+  /* Only real changes reach the label, so nothing redraws in between. */
+  if (g_strcmp0 (gtk_label_get_label (label), text) != 0)
+    gtk_label_set_label (label, text);
+}
+
+static gboolean
+state_is_waiting (KagedRetrySchedulerState state)
+{
+  return state == KAGED_RETRY_SCHEDULER_STATE_ARMED ||
+         state == KAGED_RETRY_SCHEDULER_STATE_SCHEDULED ||
+         state == KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK;
+}
+
+static void
+kaged_retry_banner_update (KagedRetryBanner *self)
+{
+  KagedRetrySchedulerState state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
+  g_autofree char *detail = NULL;
+  g_autofree char *status = NULL;
+  g_autofree char *remaining = NULL;
+  const char *icon_name = "view-refresh-symbolic";
+  gboolean pending = FALSE;
+  gboolean was_revealed;
+
+  if (self->scheduler != NULL)
+    {
+      state = kaged_retry_scheduler_get_state (self->scheduler);
+      pending = kaged_retry_scheduler_is_pending (self->scheduler);
+    }
+
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.retry-now",
+                                 state_is_waiting (state));
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.cancel", pending);
+
+  was_revealed = gtk_revealer_get_reveal_child (self->revealer);
+  gtk_revealer_set_reveal_child (self->revealer, pending);
+  if (was_revealed != pending)
+    g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_REVEALED]);
+
+  /* While sliding out, the last words stay. */
+  if (!pending)
+    return;
+
+  switch (state)
+    {
+    case KAGED_RETRY_SCHEDULER_STATE_ARMED:
+      remaining = kaged_retry_format_duration (kaged_retry_scheduler_get_remaining_seconds (self->scheduler));
+      /* Translators: the countdown of an automatic retry, e.g. "Retrying in 40 s" */
+      status = g_strdup_printf (_("Retrying in %s"), remaining);
+      break;
+
+    case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
+      status = g_strdup (kaged_retry_scheduler_get_scheduled_label (self->scheduler));
+      icon_name = "alarm-symbolic";
+      break;
+
+    case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
+      status = g_strdup (_("Waiting for network…"));
+      icon_name = "network-offline-symbolic";
+      break;
+
+    case KAGED_RETRY_SCHEDULER_STATE_DISPATCHING:
+      status = g_strdup (_("Retrying…"));
+      break;
+
+    case KAGED_RETRY_SCHEDULER_STATE_IDLE:
+    case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
+    case KAGED_RETRY_SCHEDULER_STATE_CANCELLED:
+    default:
+      g_assert_not_reached ();
+    }
+
+  /* Translators: e.g. "Attempt 3 · wait set by the provider’s Retry-After header" */
+  detail = g_strdup_printf (_("Attempt %u · wait set by %s"),
+                            kaged_retry_scheduler_get_attempt (self->scheduler),
+                            kaged_retry_describe_wait_source (kaged_retry_scheduler_get_wait_source (self->scheduler)));
+
+  set_label (self->reason_label, kaged_retry_scheduler_get_reason (self->scheduler));
+  set_label (self->detail_label, detail);
+  set_label (self->status_label, status);
+  gtk_image_set_from_icon_name (self->icon, icon_name);
+}
+
+static void
+scheduler_notify_cb (KagedRetryBanner *self,
+                     GParamSpec       *pspec,
+                     GObject          *scheduler)
+{
+  kaged_retry_banner_update (self);
+}
+
+static void
+retry_now_action (GtkWidget  *widget,
+                  const char *action_name,
+                  GVariant   *param)
+{
+  KagedRetryBanner *self = KAGED_RETRY_BANNER (widget);
+
+  if (self->scheduler != NULL)
+    kaged_retry_scheduler_retry_now (self->scheduler);
+}
+
+static void
+cancel_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *param)
+{
+  KagedRetryBanner *self = KAGED_RETRY_BANNER (widget);
+
+  if (self->scheduler != NULL)
+    kaged_retry_scheduler_cancel (self->scheduler);
+}
+
+static GtkLabel *
+new_label (const char *name,
+           const char *css_class)
+{
+  GtkWidget *label = gtk_label_new (NULL);
+
+  gtk_widget_set_name (label, name);
+  gtk_label_set_xalign (GTK_LABEL (label), 0.0f);
+  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+  if (css_class != NULL)
+    gtk_widget_add_css_class (label, css_class);
+
+  return GTK_LABEL (label);
+}
+
+static GtkButton *
+new_button (const char *name,
+            const char *mnemonic,
+            const char *action_name,
+            const char *accessible_label,
+            const char *tooltip)
+{
+  GtkWidget *button = gtk_button_new_with_mnemonic (mnemonic);
+
+  gtk_widget_set_name (button, name);
+  gtk_widget_set_valign (button, GTK_ALIGN_CENTER);
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (button), action_name);
+  gtk_widget_set_tooltip_text (button, tooltip);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (button),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, accessible_label,
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, tooltip,
+                                  -1);
+
+  return GTK_BUTTON (button);
+}
+
+static void
+kaged_retry_banner_dispose (GObject *object)
+{
+  KagedRetryBanner *self = (KagedRetryBanner *)object;
+
+  if (self->scheduler_signals != NULL)
+    g_signal_group_set_target (self->scheduler_signals, NULL);
+  g_clear_object (&self->scheduler_signals);
+  g_clear_object (&self->scheduler);
+
+  g_clear_pointer ((GtkWidget **)&self->revealer, gtk_widget_unparent);
+
+  G_OBJECT_CLASS (kaged_retry_banner_parent_class)->dispose (object);
+}
+
+static void
+kaged_retry_banner_get_property (GObject    *object,
+                                 guint       prop_id,
+                                 GValue     *value,
+                                 GParamSpec *pspec)
+{
+  KagedRetryBanner *self = KAGED_RETRY_BANNER (object);
+
+  switch (prop_id)
+    {
+    case PROP_SCHEDULER:
+      g_value_set_object (value, self->scheduler);
+      break;
+
+    case PROP_REVEALED:
+      g_value_set_boolean (value, kaged_retry_banner_get_revealed (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_retry_banner_set_property (GObject      *object,
+                                 guint         prop_id,
+                                 const GValue *value,
+                                 GParamSpec   *pspec)
+{
+  KagedRetryBanner *self = KAGED_RETRY_BANNER (object);
+
+  switch (prop_id)
+    {
+    case PROP_SCHEDULER:
+      kaged_retry_banner_set_scheduler (self, g_value_get_object (value));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_retry_banner_class_init (KagedRetryBannerClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = kaged_retry_banner_dispose;
+  object_class->get_property = kaged_retry_banner_get_property;
+  object_class->set_property = kaged_retry_banner_set_property;
+
+  /**
+   * KagedRetryBanner:scheduler:
+   *
+   * The retry scheduler of the conversation shown.
+   */
+  properties [PROP_SCHEDULER] =
+    g_param_spec_object ("scheduler", NULL, NULL,
+                         KAGED_TYPE_RETRY_SCHEDULER,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedRetryBanner:revealed:
+   *
+   * Whether the banner is shown (or sliding in): a retry is pending.
+   */
+  properties [PROP_REVEALED] =
+    g_param_spec_boolean ("revealed", NULL, NULL,
+                          FALSE,
+                          (G_PARAM_READABLE |
+                           G_PARAM_EXPLICIT_NOTIFY |
+                           G_PARAM_STATIC_STRINGS));
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_widget_class_install_action (widget_class, "retry-banner.retry-now", NULL, retry_now_action);
+  gtk_widget_class_install_action (widget_class, "retry-banner.cancel", NULL, cancel_action);
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "retrybanner");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
+}
+
+static void
+kaged_retry_banner_init (KagedRetryBanner *self)
+{
+  GtkWidget *box;
+  GtkWidget *texts;
+
+  ensure_style (GTK_WIDGET (self));
+
+  self->scheduler_signals = g_signal_group_new (KAGED_TYPE_RETRY_SCHEDULER);
+  g_signal_group_connect_object (self->scheduler_signals, "notify",
+                                 G_CALLBACK (scheduler_notify_cb), self, G_CONNECT_SWAPPED);
+
+  self->revealer = GTK_REVEALER (gtk_revealer_new ());
+  gtk_revealer_set_transition_type (self->revealer, GTK_REVEALER_TRANSITION_TYPE_SLIDE_DOWN);
+  gtk_widget_set_parent (GTK_WIDGET (self->revealer), GTK_WIDGET (self));
+
+  box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+  gtk_widget_add_css_class (box, "kaged-retry-banner");
+  gtk_revealer_set_child (self->revealer, box);
+
+  self->icon = GTK_IMAGE (gtk_image_new_from_icon_name ("view-refresh-symbolic"));
+  gtk_widget_set_valign (GTK_WIDGET (self->icon), GTK_ALIGN_CENTER);
+  gtk_accessible_update_state (GTK_ACCESSIBLE (self->icon), GTK_ACCESSIBLE_STATE_HIDDEN, TRUE, -1);
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->icon));
+
+  texts = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  gtk_widget_set_hexpand (texts, TRUE);
+  gtk_widget_set_valign (texts, GTK_ALIGN_CENTER);
+  gtk_box_append (GTK_BOX (box), texts);
+
+  self->reason_label = new_label ("reason", "heading");
+  gtk_box_append (GTK_BOX (texts), GTK_WIDGET (self->reason_label));
+
+  self->detail_label = new_label ("detail", "caption");
+  gtk_box_append (GTK_BOX (texts), GTK_WIDGET (self->detail_label));
+
+  self->status_label = new_label ("status", "numeric");
+  gtk_label_set_wrap (self->status_label, FALSE);
+  gtk_widget_add_css_class (GTK_WIDGET (self->status_label), "kaged-retry-status");
+  gtk_widget_set_valign (GTK_WIDGET (self->status_label), GTK_ALIGN_CENTER);
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->status_label));
+
+  self->retry_button = new_button ("retry-now", _("_Retry Now"), "retry-banner.retry-now",
+                                   _("Retry now"), _("Start the retry without waiting"));
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->retry_button));
+
+  self->cancel_button = new_button ("cancel", _("_Cancel Retry"), "retry-banner.cancel",
+                                    _("Cancel retry"), _("Stop retrying this reply"));
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->cancel_button));
+
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, _("Automatic retry"),
+                                  -1);
+
+  kaged_retry_banner_update (self);
+}
+
+/**
+ * kaged_retry_banner_new:
+ *
+ * Returns: (transfer floating): a banner bound to no scheduler, hidden
+ */
+GtkWidget *
+kaged_retry_banner_new (void)
+{
+  return g_object_new (KAGED_TYPE_RETRY_BANNER, NULL);
+}
+
+/**
+ * kaged_retry_banner_get_scheduler:
+ *
+ * Returns: (transfer none) (nullable): the scheduler shown
+ */
+KagedRetryScheduler *
+kaged_retry_banner_get_scheduler (KagedRetryBanner *self)
+{
+  g_return_val_if_fail (KAGED_IS_RETRY_BANNER (self), NULL);
+
+  return self->scheduler;
+}
+
+/**
+ * kaged_retry_banner_set_scheduler:
+ * @scheduler: (nullable): the scheduler of the conversation now shown
+ *
+ * Follows @scheduler from now on; the previous one is let go.
+ */
+void
+kaged_retry_banner_set_scheduler (KagedRetryBanner    *self,
+                                  KagedRetryScheduler *scheduler)
+{
+  g_return_if_fail (KAGED_IS_RETRY_BANNER (self));
+  g_return_if_fail (!scheduler || KAGED_IS_RETRY_SCHEDULER (scheduler));
+
+  if (!g_set_object (&self->scheduler, scheduler))
+    return;
+
+  g_signal_group_set_target (self->scheduler_signals, scheduler);
+  kaged_retry_banner_update (self);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_SCHEDULER]);
+}
+
+/**
+ * kaged_retry_banner_get_revealed:
+ *
+ * Returns: whether the banner shows (a retry is pending)
+ */
+gboolean
+kaged_retry_banner_get_revealed (KagedRetryBanner *self)
+{
+  g_return_val_if_fail (KAGED_IS_RETRY_BANNER (self), FALSE);
+
+  return gtk_revealer_get_reveal_child (self->revealer);
+}

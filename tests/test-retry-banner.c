@@ -1,0 +1,542 @@
+/* test-retry-banner.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include "config.h"
+
+#include <adwaita.h>
+
+#include "kaged-clock.h"
+#include "kaged-retry-banner.h"
+#include "kaged-retry-scheduler.h"
+#include "kaged-run.h"
+
+#define SESSION_ID 3
+#define ANCHOR_ID  21
+
+/* 2026-03-10 13:42:00 UTC */
+#define START_WALL_MS ((gint64)1773150120000)
+
+/* --- a dispatcher that counts ------------------------------------------------ */
+
+#define TEST_TYPE_DISPATCHER (test_dispatcher_get_type ())
+G_DECLARE_FINAL_TYPE (TestDispatcher, test_dispatcher, TEST, DISPATCHER, GObject)
+
+struct _TestDispatcher
+{
+  GObject parent_instance;
+  guint   n_regenerate;
+  guint   n_cancel;
+  gint64  last_anchor_id;
+  gint64  next_run_id;
+};
+
+static void test_dispatcher_iface_init (KagedRetryDispatcherInterface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (TestDispatcher, test_dispatcher, G_TYPE_OBJECT,
+                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_RETRY_DISPATCHER,
+                                                      test_dispatcher_iface_init))
+
+static gint64
+test_dispatcher_regenerate (KagedRetryDispatcher  *dispatcher,
+                            gint64                 session_id,
+                            gint64                 anchor_id,
+                            GCancellable          *cancellable,
+                            GError               **error)
+{
+  TestDispatcher *self = TEST_DISPATCHER (dispatcher);
+
+  self->n_regenerate++;
+  self->last_anchor_id = anchor_id;
+
+  return self->next_run_id++;
+}
+
+static gboolean
+test_dispatcher_cancel_run (KagedRetryDispatcher  *dispatcher,
+                            gint64                 session_id,
+                            gint64                 run_id,
+                            GError               **error)
+{
+  TEST_DISPATCHER (dispatcher)->n_cancel++;
+
+  return TRUE;
+}
+
+static void
+test_dispatcher_iface_init (KagedRetryDispatcherInterface *iface)
+{
+  iface->regenerate = test_dispatcher_regenerate;
+  iface->cancel_run = test_dispatcher_cancel_run;
+}
+
+static void
+test_dispatcher_class_init (TestDispatcherClass *klass)
+{
+}
+
+static void
+test_dispatcher_init (TestDispatcher *self)
+{
+  self->next_run_id = 100;
+}
+
+/* --- a network monitor that stays up ----------------------------------------- */
+
+#define TEST_TYPE_NETWORK_MONITOR (test_network_monitor_get_type ())
+G_DECLARE_FINAL_TYPE (TestNetworkMonitor, test_network_monitor, TEST, NETWORK_MONITOR, GObject)
+
+struct _TestNetworkMonitor
+{
+  GObject parent_instance;
+};
+
+static void test_network_monitor_iface_init (GNetworkMonitorInterface *iface);
+static void test_network_monitor_initable_iface_init (GInitableIface *iface);
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (TestNetworkMonitor, test_network_monitor, G_TYPE_OBJECT,
+                               G_IMPLEMENT_INTERFACE (G_TYPE_INITABLE,
+                                                      test_network_monitor_initable_iface_init)
+                               G_IMPLEMENT_INTERFACE (G_TYPE_NETWORK_MONITOR,
+                                                      test_network_monitor_iface_init))
+
+static gboolean
+test_network_monitor_initable_init (GInitable     *initable,
+                                    GCancellable  *cancellable,
+                                    GError       **error)
+{
+  return TRUE;
+}
+
+static void
+test_network_monitor_initable_iface_init (GInitableIface *iface)
+{
+  iface->init = test_network_monitor_initable_init;
+}
+
+static void
+test_network_monitor_iface_init (GNetworkMonitorInterface *iface)
+{
+}
+
+static void
+test_network_monitor_get_property (GObject    *object,
+                                   guint       prop_id,
+                                   GValue     *value,
+                                   GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case 1:
+      g_value_set_boolean (value, TRUE);
+      break;
+
+    case 2:
+      g_value_set_boolean (value, FALSE);
+      break;
+
+    case 3:
+      g_value_set_enum (value, G_NETWORK_CONNECTIVITY_FULL);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+test_network_monitor_class_init (TestNetworkMonitorClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->get_property = test_network_monitor_get_property;
+  g_object_class_override_property (object_class, 1, "network-available");
+  g_object_class_override_property (object_class, 2, "network-metered");
+  g_object_class_override_property (object_class, 3, "connectivity");
+}
+
+static void
+test_network_monitor_init (TestNetworkMonitor *self)
+{
+}
+
+/* --- fixture ------------------------------------------------------------------- */
+
+typedef struct
+{
+  KagedClock          *clock;
+  TestDispatcher      *dispatcher;
+  GNetworkMonitor     *monitor;
+  KagedRetryScheduler *scheduler;
+  GtkWindow           *window;
+  KagedRetryBanner    *banner;
+} Fixture;
+
+static void
+iterate (void)
+{
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+}
+
+static void
+advance (Fixture *f,
+         gint64   ms)
+{
+  KagedFakeClock *clock = KAGED_FAKE_CLOCK (f->clock);
+
+  iterate ();
+  while (ms > 0)
+    {
+      guint64 next = kaged_fake_clock_next_deadline (clock);
+      gint64 step = next == 0 || next > (guint64)ms ? ms : (gint64)next;
+
+      kaged_fake_clock_advance (clock, step);
+      ms -= step;
+      iterate ();
+    }
+}
+
+static GtkWidget *
+find_named (GtkWidget  *widget,
+            const char *name)
+{
+  if (g_strcmp0 (gtk_widget_get_name (widget), name) == 0)
+    return widget;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (widget);
+       child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_named (child, name);
+
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
+}
+
+static const char *
+label_text (Fixture    *f,
+            const char *name)
+{
+  GtkWidget *label = find_named (GTK_WIDGET (f->banner), name);
+
+  g_assert_true (GTK_IS_LABEL (label));
+  return gtk_label_get_label (GTK_LABEL (label));
+}
+
+static GtkWidget *
+button (Fixture    *f,
+        const char *name)
+{
+  GtkWidget *widget = find_named (GTK_WIDGET (f->banner), name);
+
+  g_assert_true (GTK_IS_BUTTON (widget));
+  return widget;
+}
+
+/* What a pointer click or Enter on a focused button ends in. */
+static void
+click (Fixture    *f,
+       const char *name)
+{
+  g_signal_emit_by_name (button (f, name), "clicked");
+}
+
+static void
+fixture_set_up (Fixture       *f,
+                gconstpointer  data)
+{
+  f->clock = kaged_fake_clock_new (START_WALL_MS);
+  f->dispatcher = g_object_new (TEST_TYPE_DISPATCHER, NULL);
+  f->monitor = g_object_new (TEST_TYPE_NETWORK_MONITOR, NULL);
+  f->scheduler = kaged_retry_scheduler_new (SESSION_ID, KAGED_RETRY_DISPATCHER (f->dispatcher),
+                                            NULL, f->clock, f->monitor);
+
+  f->window = GTK_WINDOW (gtk_window_new ());
+  gtk_window_set_default_size (f->window, 720, 120);
+  f->banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
+  gtk_widget_set_valign (GTK_WIDGET (f->banner), GTK_ALIGN_START);
+  gtk_window_set_child (f->window, GTK_WIDGET (f->banner));
+  kaged_retry_banner_set_scheduler (f->banner, f->scheduler);
+  gtk_window_present (f->window);
+  iterate ();
+}
+
+static void
+fixture_tear_down (Fixture       *f,
+                   gconstpointer  data)
+{
+  gtk_window_destroy (f->window);
+  iterate ();
+  g_assert_finalize_object (f->scheduler);
+  g_assert_finalize_object (f->dispatcher);
+  g_assert_finalize_object (f->monitor);
+  g_assert_finalize_object (f->clock);
+}
+
+static void
+fail_run (Fixture         *f,
+          gint64           id,
+          KagedRetryClass  retry_class,
+          guint            http_status,
+          gint64           retry_after_until,
+          const char      *wait_source)
+{
+  g_autoptr(KagedRun) run = kaged_run_new ();
+
+  kaged_run_set_id (run, id);
+  kaged_run_set_session_id (run, SESSION_ID);
+  kaged_run_set_anchor_id (run, ANCHOR_ID);
+  kaged_run_set_status (run, KAGED_RUN_STATUS_FAILED);
+  kaged_run_set_retryable (run, TRUE);
+  kaged_run_set_retry_class (run, retry_class);
+  kaged_run_set_http_status (run, http_status);
+  kaged_run_set_retry_after_until (run, retry_after_until);
+
+  if (wait_source != NULL)
+    {
+      g_autoptr(KagedAttempt) attempt = kaged_attempt_new ();
+
+      attempt->http_status = http_status;
+      attempt->retry_class = retry_class;
+      attempt->wait_ms = retry_after_until - kaged_clock_get_wall_ms (f->clock);
+      attempt->wait_source = g_strdup (wait_source);
+      kaged_run_add_attempt (run, attempt);
+    }
+
+  kaged_retry_scheduler_run_finished (f->scheduler, run);
+}
+
+static void
+count_notify (GObject    *object,
+              GParamSpec *pspec,
+              guint      *count)
+{
+  (*count)++;
+}
+
+/* --- tests ----------------------------------------------------------------------- */
+
+static void
+test_hidden_when_idle (Fixture       *f,
+                       gconstpointer  data)
+{
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_false (gtk_widget_is_sensitive (button (f, "retry-now")));
+}
+
+static void
+test_countdown (Fixture       *f,
+                gconstpointer  data)
+{
+  GtkWidget *status = find_named (GTK_WIDGET (f->banner), "status");
+  guint n_changes = 0;
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_RATE_LIMITED, 0, START_WALL_MS + 40000, "retry-after");
+
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "reason"), ==, "Rate limited — the provider asked to wait 40 s");
+  g_assert_cmpstr (label_text (f, "detail"), ==,
+                   "Attempt 1 · wait set by the provider’s Retry-After header");
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 40 s");
+
+  g_signal_connect (status, "notify::label", G_CALLBACK (count_notify), &n_changes);
+
+  advance (f, 1000);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 39 s");
+  g_assert_cmpuint (n_changes, ==, 1);
+
+  /* Once a second, and not in between. */
+  advance (f, 500);
+  g_assert_cmpuint (n_changes, ==, 1);
+  advance (f, 8500);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 30 s");
+  g_assert_cmpuint (n_changes, ==, 10);
+
+  /* The retry starts: the banner goes. */
+  advance (f, 30000);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
+  g_assert_cmpint (f->dispatcher->last_anchor_id, ==, ANCHOR_ID);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+}
+
+static void
+test_overloaded (Fixture       *f,
+                 gconstpointer  data)
+{
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "reason"), ==, "The provider is overloaded (HTTP 529)");
+  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 1 · wait set by exponential backoff");
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 2 s");
+
+  /* The next failure of the retry: attempt 2. */
+  advance (f, 2000);
+  fail_run (f, kaged_retry_scheduler_get_run_id (f->scheduler), KAGED_RETRY_CLASS_OVERLOADED,
+            503, 0, NULL);
+  g_assert_cmpstr (label_text (f, "reason"), ==, "The provider is overloaded (HTTP 503)");
+  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 2 · wait set by exponential backoff");
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 4 s");
+}
+
+static void
+test_scheduled (Fixture       *f,
+                gconstpointer  data)
+{
+  fail_run (f, 1, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, START_WALL_MS + 50 * 60000, NULL);
+
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry after 14:32");
+  g_assert_cmpstr (label_text (f, "detail"), ==,
+                   "Attempt 1 · wait set by the provider’s quota reset time");
+}
+
+static void
+test_waiting_for_network (Fixture       *f,
+                          gconstpointer  data)
+{
+  fail_run (f, 1, KAGED_RETRY_CLASS_NETWORK, 0, 0, NULL);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 2 s");
+
+  kaged_retry_scheduler_set_network_available (f->scheduler, FALSE);
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Waiting for network…");
+  g_assert_cmpstr (label_text (f, "reason"), ==, "The connection to the provider failed");
+
+  kaged_retry_scheduler_set_network_available (f->scheduler, TRUE);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
+  iterate ();
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+}
+
+static void
+test_retry_now_button (Fixture       *f,
+                       gconstpointer  data)
+{
+  fail_run (f, 1, KAGED_RETRY_CLASS_SERVER_ERROR, 502, 0, NULL);
+  advance (f, 2000);
+  fail_run (f, kaged_retry_scheduler_get_run_id (f->scheduler), KAGED_RETRY_CLASS_SERVER_ERROR,
+            502, 0, NULL);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 4 s");
+
+  g_assert_true (gtk_widget_is_sensitive (button (f, "retry-now")));
+  click (f, "retry-now");
+  iterate ();
+
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 2);
+  g_assert_cmpint (kaged_clock_get_wall_ms (f->clock), ==, START_WALL_MS + 2000);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_false (gtk_widget_is_sensitive (button (f, "retry-now")));
+}
+
+static void
+test_cancel_button (Fixture       *f,
+                    gconstpointer  data)
+{
+  guint n_revealed = 0;
+
+  g_signal_connect (f->banner, "notify::revealed", G_CALLBACK (count_notify), &n_revealed);
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+
+  g_assert_true (gtk_widget_is_sensitive (button (f, "cancel")));
+  click (f, "cancel");
+  g_assert_cmpint (kaged_retry_scheduler_get_state (f->scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpuint (n_revealed, ==, 2);
+
+  advance (f, 600000);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+}
+
+static void
+test_accessible (Fixture       *f,
+                 gconstpointer  data)
+{
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (button (f, "retry-now")),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, "Retry now");
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (button (f, "cancel")),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, "Cancel retry");
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (f->banner),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, "Automatic retry");
+  gtk_test_accessible_assert_role (GTK_ACCESSIBLE (f->banner), GTK_ACCESSIBLE_ROLE_GROUP);
+
+  g_assert_cmpstr (gtk_widget_get_tooltip_text (button (f, "retry-now")), ==,
+                   "Start the retry without waiting");
+  g_assert_cmpstr (gtk_widget_get_tooltip_text (button (f, "cancel")), ==,
+                   "Stop retrying this reply");
+}
+
+static void
+test_rebind (Fixture       *f,
+             gconstpointer  data)
+{
+  g_autoptr(KagedRetryScheduler) other = NULL;
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+
+  /* Another conversation with nothing pending. */
+  other = kaged_retry_scheduler_new (SESSION_ID + 1, KAGED_RETRY_DISPATCHER (f->dispatcher),
+                                     NULL, f->clock, f->monitor);
+  kaged_retry_banner_set_scheduler (f->banner, other);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+
+  /* The first one's countdown no longer reaches the banner. */
+  advance (f, 1000);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 2 s");
+
+  kaged_retry_banner_set_scheduler (f->banner, f->scheduler);
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 1 s");
+
+  kaged_retry_banner_set_scheduler (f->banner, NULL);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_null (kaged_retry_banner_get_scheduler (f->banner));
+
+  /* The scheduler goes on after the banner is gone. */
+  kaged_retry_banner_set_scheduler (f->banner, f->scheduler);
+  gtk_window_destroy (f->window);
+  f->window = GTK_WINDOW (gtk_window_new ());
+  advance (f, 1000);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  gtk_test_init (&argc, &argv, NULL);
+  adw_init ();
+
+  g_object_set (gtk_settings_get_default (), "gtk-enable-animations", FALSE, NULL);
+
+#define ADD(path, func) \
+  g_test_add ("/retry-banner/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
+
+  ADD ("hidden-when-idle", test_hidden_when_idle);
+  ADD ("countdown", test_countdown);
+  ADD ("overloaded", test_overloaded);
+  ADD ("scheduled", test_scheduled);
+  ADD ("waiting-for-network", test_waiting_for_network);
+  ADD ("retry-now-button", test_retry_now_button);
+  ADD ("cancel-button", test_cancel_button);
+  ADD ("accessible", test_accessible);
+  ADD ("rebind", test_rebind);
+
+#undef ADD
+
+  return g_test_run ();
+}

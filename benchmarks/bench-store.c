@@ -139,7 +139,7 @@ main (int   argc,
       char *argv[])
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-bench-store-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *path = NULL;
   g_autoptr(KagedStore) store = NULL;
   g_autoptr(KagedSession) session = NULL;

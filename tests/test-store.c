@@ -1127,6 +1127,16 @@ test_corrupt (Fixture       *fixture,
 }
 
 static void
+store_result_cb (GObject      *object,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  GAsyncResult **out = user_data;
+
+  *out = g_object_ref (result);
+}
+
+static void
 test_check (Fixture       *fixture,
             gconstpointer  user_data)
 {
@@ -1144,6 +1154,15 @@ test_check (Fixture       *fixture,
 
   g_assert_true (kaged_store_check (store, NULL, &error));
   g_assert_no_error (error);
+  {
+    g_autoptr(GAsyncResult) result = NULL;
+
+    kaged_store_check_async (store, NULL, store_result_cb, &result);
+    while (result == NULL)
+      g_main_context_iteration (NULL, TRUE);
+    g_assert_true (kaged_store_check_finish (store, result, &error));
+    g_assert_no_error (error);
+  }
 
   g_cancellable_cancel (cancellable);
   g_assert_false (kaged_store_check (store, cancellable, &error));
@@ -1166,6 +1185,20 @@ test_check (Fixture       *fixture,
   g_assert_false (kaged_store_check (store, NULL, &error));
   g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_CORRUPT);
   g_test_message ("%s", error->message);
+  g_clear_error (&error);
+
+  /* The same in a worker thread, while the store stays usable. */
+  {
+    g_autoptr(GAsyncResult) result = NULL;
+    g_autoptr(KagedSession) other = NULL;
+
+    kaged_store_check_async (store, NULL, store_result_cb, &result);
+    other = add_session (store, "Meanwhile");
+    while (result == NULL)
+      g_main_context_iteration (NULL, TRUE);
+    g_assert_false (kaged_store_check_finish (store, result, &error));
+    g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_CORRUPT);
+  }
 }
 
 static void

@@ -113,6 +113,13 @@ GPtrArray            *kaged_store_get_queued_runs      (KagedStore              
 gboolean              kaged_store_check                (KagedStore                 *self,
                                                         GCancellable               *cancellable,
                                                         GError                    **error);
+void                  kaged_store_check_async          (KagedStore                 *self,
+                                                        GCancellable               *cancellable,
+                                                        GAsyncReadyCallback         callback,
+                                                        gpointer                    user_data);
+gboolean              kaged_store_check_finish         (KagedStore                 *self,
+                                                        GAsyncResult               *result,
+                                                        GError                    **error);
 
 /* Transactions */
 gboolean              kaged_store_begin                (KagedStore                 *self,

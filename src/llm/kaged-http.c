@@ -448,6 +448,9 @@ kaged_http_role_name (KagedMessageRole role)
     }
 }
 
+/* How much of a body that is not a stream is kept to classify it. */
+#define UNRECOGNIZED_MAX (64 * 1024)
+
 typedef enum
 {
   PHASE_SEND,
@@ -468,6 +471,7 @@ typedef struct
   GInputStream       *stream;
   GSource            *deadline;
   GByteArray         *error_body;
+  GByteArray         *unrecognized;
   guint               first_byte_timeout_ms;
   guint               idle_timeout_ms;
   guint               status;
@@ -494,6 +498,7 @@ stream_free (Stream *state)
   g_clear_object (&state->clock);
   g_clear_pointer (&state->decoder, kaged_stream_decoder_free);
   g_clear_pointer (&state->error_body, g_byte_array_unref);
+  g_clear_pointer (&state->unrecognized, g_byte_array_unref);
   forget_key (&state->api_key);
   g_free (state);
 }
@@ -665,11 +670,22 @@ end_of_body (GTask *task)
     }
 
   if (state->received == 0)
-    error = kaged_provider_error_new (KAGED_RETRY_CLASS_NETWORK,
-                                      _("The provider closed the connection without answering"));
+    {
+      error = kaged_provider_error_new (KAGED_RETRY_CLASS_NETWORK,
+                                        _("The provider closed the connection without answering"));
+    }
   else if (!decoder->recognized)
-    error = kaged_provider_error_new (KAGED_RETRY_CLASS_PROTOCOL_ERROR,
-                                      _("The provider’s answer is not in the format Kaged expects"));
+    {
+      /* Not a stream at all: perhaps an error object sent with a success
+       * status, else a page from something in between. Either way the
+       * start of the body says more than the stream parser could. */
+      return_error (task,
+                    kaged_classify_http_error (state->status, decoder->headers,
+                                               (const char *)state->unrecognized->data,
+                                               state->unrecognized->len,
+                                               kaged_clock_get_wall_ms (state->clock)));
+      return;
+    }
   else
     error = kaged_provider_error_new (KAGED_RETRY_CLASS_NETWORK,
                                       _("The provider’s reply was cut off"));
@@ -760,6 +776,10 @@ body_read_cb (GObject      *object,
 
   state->received += size;
 
+  if (!decoder->recognized && state->unrecognized->len < UNRECOGNIZED_MAX)
+    g_byte_array_append (state->unrecognized, g_bytes_get_data (bytes, NULL),
+                         MIN (size, UNRECOGNIZED_MAX - state->unrecognized->len));
+
   if (!decoder->done &&
       !decoder->feed (decoder, g_bytes_get_data (bytes, NULL), size, &error))
     {
@@ -824,6 +844,7 @@ send_cb (GObject      *object,
     }
 
   state->phase = PHASE_BODY;
+  state->unrecognized = g_byte_array_new ();
   read_next (g_steal_pointer (&task));
 }
 

@@ -139,6 +139,8 @@ struct _Job
   guint              hang : 1;
   guint              hang_at_end : 1;
   guint              paused : 1;
+  guint              closing : 1;
+  guint              mid_chunk : 1;
 };
 
 static void job_next (Job *job);
@@ -1264,6 +1266,8 @@ raw_piece_cb (gpointer user_data)
   g_string_append_len (frame, g_bytes_get_data (piece->data, NULL), send);
   if (send == len)
     g_string_append (frame, "\r\n");
+  else
+    job->mid_chunk = TRUE;
 
   g_clear_pointer (&job->body, g_bytes_unref);
   job->body = g_string_free_to_bytes (frame);
@@ -1273,19 +1277,47 @@ raw_piece_cb (gpointer user_data)
 }
 
 static void
+raw_write_string (Job  *job,
+                  char *text)
+{
+  g_clear_pointer (&job->body, g_bytes_unref);
+  job->body = g_bytes_new_take (text, strlen (text));
+  raw_write (job, job->body);
+}
+
+static void
 raw_next (Job *job)
 {
   gboolean cut = (job->cut_after_chunks >= 0 && job->index >= (guint64)job->cut_after_chunks) ||
                  (job->cut_after_bytes >= 0 && job->body_written >= (guint64)job->cut_after_bytes);
   Piece *piece;
 
-  if (cut || job->index >= job->pieces->len)
+  if (job->closing || (cut && job->mid_chunk))
     {
-      /* Closing without the last zero-size chunk: the client sees the
-       * connection end in the middle of the body. */
+      job_finish (job);
+      return;
+    }
+
+  if (cut)
+    {
+      gsize next = job->index < job->pieces->len
+                   ? g_bytes_get_size (((Piece *)g_ptr_array_index (job->pieces, job->index))->data)
+                   : 1;
+
+      /* Announce a chunk that never comes, then close: the client sees the
+       * connection end in the middle of the body, wherever the cut falls. */
       g_debug ("Cutting the connection after %u chunks, %" G_GUINT64_FORMAT " bytes",
                job->index, job->body_written);
-      job_finish (job);
+      job->closing = TRUE;
+      raw_write_string (job, g_strdup_printf ("%" G_GSIZE_MODIFIER "x\r\n", next));
+      return;
+    }
+
+  if (job->index >= job->pieces->len)
+    {
+      /* The cut was never reached: end the body properly. */
+      job->closing = TRUE;
+      raw_write_string (job, g_strdup ("0\r\n\r\n"));
       return;
     }
 

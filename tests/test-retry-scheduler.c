@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <gio/gio.h>
+#include <glib/gstdio.h>
 
 #include "kaged-clock.h"
 #include "kaged-enum-types.h"
@@ -13,6 +14,8 @@
 #include "kaged-retry-class.h"
 #include "kaged-retry-scheduler-private.h"
 #include "kaged-run.h"
+#include "kaged-session.h"
+#include "kaged-store.h"
 
 #define SESSION_ID 7
 #define ANCHOR_ID  41
@@ -1465,6 +1468,134 @@ test_persisted_fields (Fixture       *f,
   g_assert_cmpint (saved->state, ==, KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
 }
 
+/* The schedulers' state kept in the database, as the application does. */
+static void
+test_store_backed (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("kaged-retry-XXXXXX", &error);
+  g_autofree char *path = NULL;
+  g_autoptr(KagedClock) clock = kaged_fake_clock_new (START_WALL_MS);
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedRetryStateStore) state_store = NULL;
+  g_autoptr(TestDispatcher) dispatcher = g_object_new (TEST_TYPE_DISPATCHER, NULL);
+  g_autoptr(TestNetworkMonitor) monitor = g_object_new (TEST_TYPE_NETWORK_MONITOR, NULL);
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedMessage) operator = kaged_message_new ();
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  g_autoptr(KagedStoreRetryState) saved = NULL;
+  g_autoptr(KagedAttempt) attempt = kaged_attempt_new ();
+  KagedRetryScheduler *scheduler;
+  gint64 session_id;
+
+  g_assert_no_error (error);
+  path = g_build_filename (dir, "kaged.db", NULL);
+  store = kaged_store_open_with_clock (path, clock, &error);
+  g_assert_no_error (error);
+  state_store = kaged_retry_state_store_new_for_store (store);
+
+  session = kaged_store_create_session (store, "Retries", &error);
+  g_assert_no_error (error);
+  session_id = kaged_session_get_id (session);
+
+  kaged_message_set_session_id (operator, session_id);
+  kaged_message_set_role (operator, KAGED_MESSAGE_ROLE_OPERATOR);
+  kaged_message_set_content (operator, "Hello");
+  g_assert_true (kaged_store_append_message (store, operator, &error));
+  g_assert_no_error (error);
+
+  /* The provider asked for 40 s. */
+  kaged_run_set_session_id (run, session_id);
+  kaged_run_set_anchor_id (run, kaged_message_get_id (operator));
+  kaged_run_set_status (run, KAGED_RUN_STATUS_QUEUED);
+  g_assert_true (kaged_store_create_run (store, run, &error));
+  g_assert_no_error (error);
+  attempt->time = START_WALL_MS;
+  attempt->http_status = 429;
+  attempt->retry_class = KAGED_RETRY_CLASS_RATE_LIMITED;
+  attempt->wait_ms = 40000;
+  attempt->wait_source = g_strdup ("retry-after");
+  g_assert_true (kaged_store_append_attempt (store, kaged_run_get_id (run), attempt, &error));
+  g_assert_no_error (error);
+  kaged_run_add_attempt (run, attempt);
+  kaged_run_set_status (run, KAGED_RUN_STATUS_FAILED);
+  kaged_run_set_retryable (run, TRUE);
+  kaged_run_set_retry_class (run, KAGED_RETRY_CLASS_RATE_LIMITED);
+  kaged_run_set_http_status (run, 429);
+  kaged_run_set_retry_after_until (run, START_WALL_MS + 40000);
+  kaged_run_set_finished_at (run, START_WALL_MS);
+  g_assert_true (kaged_store_update_run (store, run, &error));
+  g_assert_no_error (error);
+
+  scheduler = kaged_retry_scheduler_new (session_id, KAGED_RETRY_DISPATCHER (dispatcher),
+                                         state_store, clock, G_NETWORK_MONITOR (monitor));
+  kaged_retry_scheduler_run_finished (scheduler, run);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+
+  saved = kaged_store_get_retry_state (store, session_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (saved->state, ==, "armed");
+  g_assert_cmpuint (saved->attempt, ==, 1);
+  g_assert_cmpint (saved->next_eligible_at, ==, START_WALL_MS + 40000);
+  g_assert_cmpint (saved->anchor_id, ==, kaged_message_get_id (operator));
+  g_assert_false (saved->cancelled);
+  g_assert_finalize_object (scheduler);
+
+  /* The program starts again 10 s later: the same wait, the same words. */
+  kaged_fake_clock_set_wall_ms (KAGED_FAKE_CLOCK (clock), START_WALL_MS + 10000);
+  scheduler = kaged_retry_scheduler_new (session_id, KAGED_RETRY_DISPATCHER (dispatcher),
+                                         state_store, clock, G_NETWORK_MONITOR (monitor));
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (scheduler), ==, 30);
+  g_assert_cmpstr (kaged_retry_scheduler_get_reason (scheduler), ==,
+                   "Rate limited (HTTP 429) — the provider asked to wait 40 s");
+  g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (scheduler), ==, "retry-after");
+
+  /* The engine replays the latest run: not a second failure. */
+  kaged_retry_scheduler_run_finished (scheduler, run);
+  g_assert_cmpuint (kaged_retry_scheduler_get_attempt (scheduler), ==, 1);
+
+  /* Cancelled, it stays cancelled across a restart. */
+  g_assert_true (kaged_retry_scheduler_cancel (scheduler));
+  g_clear_pointer (&saved, kaged_store_retry_state_free);
+  saved = kaged_store_get_retry_state (store, session_id, &error);
+  g_assert_cmpstr (saved->state, ==, "cancelled");
+  g_assert_true (saved->cancelled);
+  g_assert_finalize_object (scheduler);
+
+  scheduler = kaged_retry_scheduler_new (session_id, KAGED_RETRY_DISPATCHER (dispatcher),
+                                         state_store, clock, G_NETWORK_MONITOR (monitor));
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
+  kaged_retry_scheduler_run_finished (scheduler, run);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
+
+  /* Back to idle: the row goes. */
+  kaged_retry_scheduler_operator_posted (scheduler);
+  g_clear_pointer (&saved, kaged_store_retry_state_free);
+  saved = kaged_store_get_retry_state (store, session_id, &error);
+  g_assert_cmpstr (saved->state, ==, "idle");
+  g_assert_finalize_object (scheduler);
+
+  scheduler = kaged_retry_scheduler_new (session_id, KAGED_RETRY_DISPATCHER (dispatcher),
+                                         state_store, clock, G_NETWORK_MONITOR (monitor));
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==, KAGED_RETRY_SCHEDULER_STATE_IDLE);
+  g_assert_finalize_object (scheduler);
+  g_assert_cmpuint (dispatcher->n_regenerate, ==, 0);
+
+  g_clear_object (&store);
+  g_remove (path);
+  {
+    g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat (path, "-shm", NULL);
+
+    g_remove (wal);
+    g_remove (shm);
+  }
+  g_rmdir (dir);
+}
+
 static void
 test_enum_nicks (void)
 {
@@ -1488,6 +1619,7 @@ main (int   argc,
   g_test_add_func ("/retry-scheduler/delay-table", test_delay_table);
   g_test_add_func ("/retry-scheduler/format", test_format);
   g_test_add_func ("/retry-scheduler/enum-nicks", test_enum_nicks);
+  g_test_add_func ("/retry-scheduler/store-backed", test_store_backed);
   ADD ("consecutive-delays", test_consecutive_delays);
   ADD ("arming-matrix", test_arming_matrix);
   ADD ("retry-after-countdown", test_retry_after_countdown);

@@ -10,6 +10,7 @@
 #include "kaged-clock.h"
 #include "kaged-enums.h"
 #include "kaged-run.h"
+#include "kaged-store.h"
 
 G_BEGIN_DECLS
 
@@ -172,6 +173,8 @@ gboolean            kaged_retry_state_store_save (KagedRetryStateStore      *sel
                                                   gint64                     session_id,
                                                   const KagedRetrySnapshot  *snapshot,
                                                   GError                   **error);
+
+KagedRetryStateStore *kaged_retry_state_store_new_for_store (KagedStore *store);
 
 /* ------------------------------------------------------------------------ */
 

@@ -1031,6 +1031,133 @@ test_bad_base_url (void)
 }
 
 static void
+test_bad_certificate (void)
+{
+  g_autofree char *pem = g_test_build_filename (G_TEST_DIST, "fixtures", "llm", "self-signed.pem", NULL);
+  g_autoptr(GTlsCertificate) certificate = NULL;
+  g_autoptr(SoupServer) server = NULL;
+  g_autoptr(KagedProvider) provider = NULL;
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *base = NULL;
+  GSList *uris;
+  Call call = { 0, };
+
+  if (!g_tls_backend_supports_tls (g_tls_backend_get_default ()))
+    {
+      g_test_skip ("No TLS backend");
+      return;
+    }
+
+  certificate = g_tls_certificate_new_from_file (pem, &error);
+  g_assert_no_error (error);
+  server = soup_server_new ("tls-certificate", certificate, NULL);
+  soup_server_listen_local (server, 0, SOUP_SERVER_LISTEN_IPV4_ONLY | SOUP_SERVER_LISTEN_HTTPS, &error);
+  g_assert_no_error (error);
+  uris = soup_server_get_uris (server);
+  base = g_strdup_printf ("https://127.0.0.1:%d", g_uri_get_port (uris->data));
+  g_slist_free_full (uris, (GDestroyNotify)g_uri_unref);
+
+  /* A self-signed certificate is refused, and that is never retried. */
+  provider = kaged_anthropic_provider_new (NULL, base, "claude-sonnet-4-5", API_KEY);
+  run_chat (provider, chat, NULL, &call);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_assert_false (kaged_provider_error_get_retryable (call.error));
+  g_assert_cmpuint (kaged_provider_error_get_http_status (call.error), ==, 0);
+  call_clear (&call);
+
+  soup_server_disconnect (server);
+}
+
+/* A server that answers with a length it never delivers, then hangs up. */
+static gpointer
+hang_up_thread (gpointer user_data)
+{
+  GSocketListener *listener = user_data;
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autoptr(GString) request = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  const char *answer =
+    "HTTP/1.1 200 OK\r\n"
+    "Content-Type: text/event-stream\r\n"
+    "Content-Length: 100000\r\n"
+    "x-request-id: req_hang_up\r\n"
+    "\r\n"
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Half\"}}]}\n\n";
+  GInputStream *input;
+  gsize content_length = 0;
+  const char *end = NULL;
+
+  connection = g_socket_listener_accept (listener, NULL, NULL, &error);
+  g_assert_no_error (error);
+  input = g_io_stream_get_input_stream (G_IO_STREAM (connection));
+
+  /* Read the whole request before answering. */
+  for (;;)
+    {
+      char buffer[4096];
+      gssize n;
+
+      if (end == NULL && (end = strstr (request->str, "\r\n\r\n")) != NULL)
+        {
+          const char *length = strstr (request->str, "Content-Length: ");
+
+          g_assert_nonnull (length);
+          content_length = g_ascii_strtoull (length + strlen ("Content-Length: "), NULL, 10);
+        }
+      if (end != NULL && request->len >= (gsize)(end - request->str) + 4 + content_length)
+        break;
+
+      n = g_input_stream_read (input, buffer, sizeof buffer, NULL, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (n, >, 0);
+      g_string_append_len (request, buffer, n);
+      end = NULL;
+    }
+
+  g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM (connection)),
+                             answer, strlen (answer), NULL, NULL, &error);
+  g_assert_no_error (error);
+  g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+
+  return NULL;
+}
+
+static void
+test_hang_up_after_delta (void)
+{
+  g_autoptr(GSocketListener) listener = g_socket_listener_new ();
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) effective = NULL;
+  g_autoptr(KagedProvider) provider = NULL;
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *base = NULL;
+  GThread *thread;
+  Call call = { 0, };
+
+  g_socket_listener_add_address (listener, address, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                                 NULL, &effective, &error);
+  g_assert_no_error (error);
+  base = g_strdup_printf ("http://127.0.0.1:%u/v1",
+                          g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
+  thread = g_thread_new ("hang-up", hang_up_thread, listener);
+
+  provider = kaged_openai_provider_new (NULL, base, "gpt-4o-mini", API_KEY);
+  run_chat (provider, chat, NULL, &call);
+  g_thread_join (thread);
+
+  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+  g_assert_true (kaged_provider_error_get_retryable (call.error));
+  g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_hang_up");
+  g_assert_cmpstr (call.text->str, ==, "Half");
+  g_assert_true (kaged_chat_has_delta (chat));
+  call_clear (&call);
+}
+
+static void
 test_key_never_logged (void)
 {
   g_autofree char *echo = g_strdup_printf ("{\"error\":{\"message\":\"Incorrect API key provided: %s. You can find your API key at https://example.invalid.\",\"type\":\"invalid_request_error\",\"code\":\"invalid_api_key\"}}",
@@ -1214,6 +1341,8 @@ main (int   argc,
   g_test_add_func ("/providers/idle-timeout", test_idle_timeout);
   g_test_add_func ("/providers/connection-refused", test_connection_refused);
   g_test_add_func ("/providers/bad-base-url", test_bad_base_url);
+  g_test_add_func ("/providers/bad-certificate", test_bad_certificate);
+  g_test_add_func ("/providers/hang-up-after-delta", test_hang_up_after_delta);
   g_test_add_func ("/providers/key-never-logged", test_key_never_logged);
 
   return g_test_run ();

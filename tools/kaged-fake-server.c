@@ -1239,7 +1239,10 @@ raw_write (Job    *job,
   gsize len = 0;
   const guint8 *data = g_bytes_get_data (bytes, &len);
 
-  /* The job keeps @bytes alive through its pieces or the head below. */
+  /* The stream, which a pending write keeps alive, holds the bytes: they
+   * outlive the job if the server goes away in the middle of a write. */
+  g_object_set_data_full (G_OBJECT (job->stream), "kaged-fake-server-writing",
+                          g_bytes_ref (bytes), (GDestroyNotify)g_bytes_unref);
   g_output_stream_write_all_async (g_io_stream_get_output_stream (job->stream),
                                    data, len, G_PRIORITY_DEFAULT, job->cancellable,
                                    raw_write_cb, job);

@@ -32,15 +32,84 @@
 
 static const guint8 bom[3] = { 0xEF, 0xBB, 0xBF };
 
+/* A byte buffer, always nul-terminated, appended to without a call. */
+typedef struct
+{
+  char  *data;
+  gsize  len;
+  gsize  alloc;
+} Buf;
+
+static void
+buf_init (Buf   *buf,
+          gsize  size)
+{
+  buf->data = g_malloc (size);
+  buf->data[0] = '\0';
+  buf->len = 0;
+  buf->alloc = size;
+}
+
+static void
+buf_grow (Buf   *buf,
+          gsize  need)
+{
+  gsize alloc = buf->alloc;
+
+  while (alloc < need)
+    alloc *= 2;
+  buf->data = g_realloc (buf->data, alloc);
+  buf->alloc = alloc;
+}
+
+static inline void
+buf_append (Buf        *buf,
+            const char *data,
+            gsize       len)
+{
+  if (G_UNLIKELY (buf->len + len + 1 > buf->alloc))
+    buf_grow (buf, buf->len + len + 1);
+  memcpy (buf->data + buf->len, data, len);
+  buf->len += len;
+  buf->data[buf->len] = '\0';
+}
+
+static inline void
+buf_set (Buf        *buf,
+         const char *data,
+         gsize       len)
+{
+  buf->len = 0;
+  buf_append (buf, data, len);
+}
+
+static inline void
+buf_truncate (Buf   *buf,
+              gsize  len)
+{
+  buf->len = len;
+  buf->data[len] = '\0';
+}
+
+static void
+buf_shrink (Buf *buf)
+{
+  if (buf->alloc > KEEP_ALLOCATED && buf->len == 0)
+    {
+      g_free (buf->data);
+      buf_init (buf, 256);
+    }
+}
+
 struct _KagedSseParser
 {
   KagedSseEventFunc  func;
   gpointer           user_data;
   gsize              max_size;
-  GString           *line;
-  GString           *data;
-  GString           *type;
-  GString           *id;
+  Buf                line;
+  Buf                data;
+  Buf                type;
+  Buf                id;
   gint64             retry;
   GError            *failure;
   guint              bom_matched;
@@ -61,16 +130,6 @@ fail_too_large (KagedSseParser  *self,
   return FALSE;
 }
 
-static void
-shrink (GString **string)
-{
-  if ((*string)->allocated_len > KEEP_ALLOCATED)
-    {
-      g_string_free (*string, TRUE);
-      *string = g_string_sized_new (256);
-    }
-}
-
 static gboolean
 dispatch (KagedSseParser  *self,
           GError         **error)
@@ -78,25 +137,25 @@ dispatch (KagedSseParser  *self,
   KagedSseEvent event;
   gboolean ret;
 
-  if (self->data->len == 0)
+  if (self->data.len == 0)
     {
-      g_string_truncate (self->type, 0);
+      buf_truncate (&self->type, 0);
       return TRUE;
     }
 
   /* Every data line appended a LF; the last one is not part of the data. */
-  g_string_truncate (self->data, self->data->len - 1);
+  buf_truncate (&self->data, self->data.len - 1);
 
-  event.type = self->type->len > 0 ? self->type->str : "message";
-  event.data = self->data->str;
-  event.data_len = self->data->len;
-  event.id = self->id->str;
+  event.type = self->type.len > 0 ? self->type.data : "message";
+  event.data = self->data.data;
+  event.data_len = self->data.len;
+  event.id = self->id.data;
 
   ret = self->func (&event, self->user_data, error);
 
-  g_string_truncate (self->data, 0);
-  g_string_truncate (self->type, 0);
-  shrink (&self->data);
+  buf_truncate (&self->data, 0);
+  buf_truncate (&self->type, 0);
+  buf_shrink (&self->data);
 
   if (!ret)
     {
@@ -151,18 +210,17 @@ process_line (KagedSseParser  *self,
     case 4:
       if (memcmp (line, "data", 4) == 0)
         {
-          if (self->data->len + value_len + 1 > self->max_size)
+          if (self->data.len + value_len + 1 > self->max_size)
             return fail_too_large (self, error);
-          g_string_append_len (self->data, value, value_len);
-          g_string_append_c (self->data, '\n');
+          buf_append (&self->data, value, value_len);
+          buf_append (&self->data, "\n", 1);
         }
       break;
 
     case 5:
       if (memcmp (line, "event", 5) == 0)
         {
-          g_string_truncate (self->type, 0);
-          g_string_append_len (self->type, value, value_len);
+          buf_set (&self->type, value, value_len);
         }
       else if (memcmp (line, "retry", 5) == 0 && value_len > 0 && value_len < 19)
         {
@@ -179,8 +237,7 @@ process_line (KagedSseParser  *self,
     case 2:
       if (memcmp (line, "id", 2) == 0 && memchr (value, '\0', value_len) == NULL)
         {
-          g_string_truncate (self->id, 0);
-          g_string_append_len (self->id, value, value_len);
+          buf_set (&self->id, value, value_len);
         }
       break;
 
@@ -197,6 +254,8 @@ feed_lines (KagedSseParser  *self,
             const char      *end,
             GError         **error)
 {
+  gboolean has_cr;
+
   if (self->skip_lf && p < end)
     {
       if (*p == '\n')
@@ -204,11 +263,14 @@ feed_lines (KagedSseParser  *self,
       self->skip_lf = FALSE;
     }
 
+  /* Most servers never send a CR: then one scan per line is enough. */
+  has_cr = memchr (p, '\r', end - p) != NULL;
+
   while (p < end)
     {
       const char *nl = memchr (p, '\n', end - p);
       const char *limit = nl != NULL ? nl : end;
-      const char *cr = memchr (p, '\r', limit - p);
+      const char *cr = has_cr ? memchr (p, '\r', limit - p) : NULL;
       const char *eol;
       const char *next;
 
@@ -233,22 +295,22 @@ feed_lines (KagedSseParser  *self,
         }
       else
         {
-          if (self->line->len + (end - p) > self->max_size)
+          if (self->line.len + (end - p) > self->max_size)
             return fail_too_large (self, error);
-          g_string_append_len (self->line, p, end - p);
+          buf_append (&self->line, p, end - p);
           break;
         }
 
-      if (self->line->len > 0)
+      if (self->line.len > 0)
         {
           gboolean ok;
 
-          if (self->line->len + (eol - p) > self->max_size)
+          if (self->line.len + (eol - p) > self->max_size)
             return fail_too_large (self, error);
-          g_string_append_len (self->line, p, eol - p);
-          ok = process_line (self, self->line->str, self->line->len, error);
-          g_string_truncate (self->line, 0);
-          shrink (&self->line);
+          buf_append (&self->line, p, eol - p);
+          ok = process_line (self, self->line.data, self->line.len, error);
+          buf_truncate (&self->line, 0);
+          buf_shrink (&self->line);
           if (!ok)
             return FALSE;
         }
@@ -281,10 +343,10 @@ kaged_sse_parser_new (KagedSseEventFunc func,
   self->func = func;
   self->user_data = user_data;
   self->max_size = KAGED_STREAM_PARSER_DEFAULT_MAX_SIZE;
-  self->line = g_string_sized_new (256);
-  self->data = g_string_sized_new (256);
-  self->type = g_string_sized_new (32);
-  self->id = g_string_sized_new (32);
+  buf_init (&self->line, 256);
+  buf_init (&self->data, 256);
+  buf_init (&self->type, 32);
+  buf_init (&self->id, 32);
   self->retry = -1;
 
   return self;
@@ -296,10 +358,10 @@ kaged_sse_parser_free (KagedSseParser *self)
   if (self == NULL)
     return;
 
-  g_string_free (self->line, TRUE);
-  g_string_free (self->data, TRUE);
-  g_string_free (self->type, TRUE);
-  g_string_free (self->id, TRUE);
+  g_free (self->line.data);
+  g_free (self->data.data);
+  g_free (self->type.data);
+  g_free (self->id.data);
   g_clear_error (&self->failure);
   g_free (self);
 }
@@ -384,9 +446,9 @@ kaged_sse_parser_finish (KagedSseParser  *self,
       return FALSE;
     }
 
-  g_string_truncate (self->line, 0);
-  g_string_truncate (self->data, 0);
-  g_string_truncate (self->type, 0);
+  buf_truncate (&self->line, 0);
+  buf_truncate (&self->data, 0);
+  buf_truncate (&self->type, 0);
   self->skip_lf = FALSE;
 
   return TRUE;
@@ -415,6 +477,5 @@ kaged_sse_parser_get_buffered (KagedSseParser *self)
 {
   g_return_val_if_fail (self != NULL, 0);
 
-  return self->line->allocated_len + self->data->allocated_len +
-         self->type->allocated_len + self->id->allocated_len;
+  return self->line.alloc + self->data.alloc + self->type.alloc + self->id.alloc;
 }

@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-application.h"
+#include "kaged-headless.h"
 
 int
 main (int   argc,
@@ -21,6 +22,10 @@ main (int   argc,
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
+
+  /* No window, no display: the engine and the local HTTP API only. */
+  if (kaged_headless_wanted (argc, argv))
+    return kaged_headless_main (argc, argv);
 
 #if DEVELOPMENT_BUILD
   g_set_application_name (_("Kaged (Development)"));

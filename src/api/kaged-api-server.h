@@ -1,0 +1,55 @@
+/* kaged-api-server.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+#include "kaged-api-error.h"
+#include "kaged-session-manager.h"
+
+G_BEGIN_DECLS
+
+/* Request bodies larger than this are refused with 413. */
+#define KAGED_API_DEFAULT_MAX_BODY_SIZE (2 * 1024 * 1024)
+/* Event streams get a comment this often, so proxies and clients see life. */
+#define KAGED_API_DEFAULT_KEEPALIVE_MS  (15 * 1000)
+/* At most this many event streams are open at once. */
+#define KAGED_API_MAX_EVENT_STREAMS     64
+
+#define KAGED_TYPE_API_SERVER (kaged_api_server_get_type ())
+
+G_DECLARE_FINAL_TYPE (KagedApiServer, kaged_api_server, KAGED, API_SERVER, GObject)
+
+/*
+ * KagedApiServer serves the local HTTP API (docs/http-api.md) of a session
+ * manager on 127.0.0.1 and ::1 only. Every request needs the bearer token;
+ * requests from web pages (with an Origin header) are refused. It runs on
+ * the thread-default main context of the thread that calls listen, which
+ * must be the manager's.
+ */
+KagedApiServer *kaged_api_server_new                    (KagedSessionManager  *manager,
+                                                         const char           *token);
+KagedSessionManager *kaged_api_server_get_manager       (KagedApiServer       *self);
+gboolean        kaged_api_server_listen                 (KagedApiServer       *self,
+                                                         guint                 port,
+                                                         GError              **error);
+gboolean        kaged_api_server_listen_address         (KagedApiServer       *self,
+                                                         const char           *address,
+                                                         guint                 port,
+                                                         GError              **error);
+gboolean        kaged_api_server_is_listening           (KagedApiServer       *self);
+guint           kaged_api_server_get_port               (KagedApiServer       *self);
+char          **kaged_api_server_dup_urls               (KagedApiServer       *self);
+void            kaged_api_server_stop                   (KagedApiServer       *self);
+gsize           kaged_api_server_get_max_body_size      (KagedApiServer       *self);
+void            kaged_api_server_set_max_body_size      (KagedApiServer       *self,
+                                                         gsize                 max_body_size);
+guint           kaged_api_server_get_keepalive_interval (KagedApiServer       *self);
+void            kaged_api_server_set_keepalive_interval (KagedApiServer       *self,
+                                                         guint                 interval_ms);
+guint           kaged_api_server_get_n_event_streams    (KagedApiServer       *self);
+
+G_END_DECLS

@@ -552,6 +552,42 @@ test_window_reports_bad_database (void)
   remove_tree (dir);
 }
 
+static void
+test_second_start_keeps_database (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (TRUE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *other_dir = make_temp_dir ();
+  g_autofree char *other_arg = g_strdup_printf ("--data-dir=%s", other_dir);
+  g_autofree char *other_db = g_build_filename (other_dir, "kaged.db", NULL);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *argv[] = { kaged_binary (), other_arg, NULL };
+  Display *display = open_display ();
+  Toplevel *window;
+  Running *running;
+  int status;
+
+  running = start_app (launcher, dir);
+  window = wait_for_window (display, running, NULL);
+
+  /* A second start hands over to the running Kaged and says that its
+   * --data-dir does not apply. */
+  status = run_to_end (launcher, argv, &out, &err);
+  g_assert_cmpint (status, ==, 0);
+  g_assert_nonnull (strstr (err, "already running"));
+  g_assert_false (g_file_test (other_db, G_FILE_TEST_EXISTS));
+  g_assert_false (running->done);
+
+  quit_app (running);
+
+  toplevel_free (window);
+  running_free (running);
+  XCloseDisplay (display);
+  remove_tree (dir);
+  remove_tree (other_dir);
+}
+
 static int
 keyfile_get_int (const char *path,
                  const char *key)
@@ -636,6 +672,8 @@ main (int   argc,
   g_test_add_func ("/application/window/maps-and-quits", test_window_maps_and_quits);
   g_test_add_func ("/application/window/reports-bad-database", test_window_reports_bad_database);
   g_test_add_func ("/application/window/size-is-kept", test_window_size_is_kept);
+  g_test_add_func ("/application/window/second-start-keeps-database",
+                   test_second_start_keeps_database);
 
   return g_test_run ();
 }

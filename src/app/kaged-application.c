@@ -183,6 +183,27 @@ kaged_application_handle_local_options (GApplication *application,
   if (g_variant_dict_contains (options, "check-database"))
     return check_database (self);
 
+  /* The database is chosen by the instance that starts first; a second
+   * start only brings that one forward. */
+  if (self->data_dir != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (!g_application_register (application, NULL, &error))
+        {
+          g_printerr ("%s: %s\n", PACKAGE_NAME, error->message);
+          return EXIT_FAILURE;
+        }
+
+      if (g_application_get_is_remote (application))
+        {
+          g_printerr ("%s: ", PACKAGE_NAME);
+          g_printerr (_("Kaged is already running with its own database; --data-dir applies only "
+                        "when Kaged starts."));
+          g_printerr ("\n");
+        }
+    }
+
   return G_APPLICATION_CLASS (kaged_application_parent_class)->handle_local_options (application,
                                                                                       options);
 }

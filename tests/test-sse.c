@@ -419,6 +419,38 @@ test_anthropic_fixture (void)
                  "end_turn", 472, 58);
 }
 
+/* A stream that said how it finished only lacks its end marker: complete. */
+static void
+test_finished_without_end_marker (void)
+{
+  static const struct {
+    DecoderNew  decoder_new;
+    const char *fixture;
+    const char *end_marker;
+    const char *text;
+  } rows[] = {
+    { kaged_openai_decoder_new, "openai-stream.sse", "data: [DONE]", "Bonjour, le café est prêt ☕." },
+    { kaged_anthropic_decoder_new, "anthropic-stream.sse", "event: message_stop",
+      "Il y a trois « r » dans “strawberry” 🍓." },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      gsize len = 0;
+      g_autofree char *input = read_fixture (rows[i].fixture, &len);
+      const char *marker = strstr (input, rows[i].end_marker);
+      g_autoptr(GError) error = NULL;
+      Reply reply;
+      g_autoptr(KagedChat) chat = NULL;
+
+      g_assert_nonnull (marker);
+      chat = decode (rows[i].decoder_new, input, marker - input, 5, &reply, &error);
+      g_assert_no_error (error);
+      g_assert_cmpstr (reply.text->str, ==, rows[i].text);
+      reply_clear (&reply);
+    }
+}
+
 /* Invalid UTF-8 inside an event is repaired, never passed on. */
 static void
 test_invalid_utf8 (void)
@@ -469,6 +501,7 @@ main (int   argc,
   g_test_add_func ("/sse/callback-stops", test_callback_stops);
   g_test_add_func ("/sse/openai-fixtures", test_openai_fixtures);
   g_test_add_func ("/sse/anthropic-fixture", test_anthropic_fixture);
+  g_test_add_func ("/sse/finished-without-end-marker", test_finished_without_end_marker);
   g_test_add_func ("/sse/invalid-utf8", test_invalid_utf8);
   g_test_add_func ("/sse/not-json", test_not_json);
 

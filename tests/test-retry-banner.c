@@ -350,6 +350,11 @@ test_countdown (Fixture       *f,
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 39 s");
   g_assert_cmpuint (n_changes, ==, 1);
 
+  /* The narrow arrangement says the same. */
+  g_assert_cmpstr (label_text (f, "status-narrow"), ==, "Retrying in 39 s");
+  g_assert_cmpstr (label_text (f, "reason-narrow"), ==,
+                   "Rate limited — the provider asked to wait 40 s");
+
   /* Once a second, and not in between. */
   advance (f, 500);
   g_assert_cmpuint (n_changes, ==, 1);
@@ -468,6 +473,10 @@ test_accessible (Fixture       *f,
                                        GTK_ACCESSIBLE_PROPERTY_LABEL, "Retry now");
   gtk_test_accessible_assert_property (GTK_ACCESSIBLE (button (f, "cancel")),
                                        GTK_ACCESSIBLE_PROPERTY_LABEL, "Cancel retry");
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (button (f, "retry-now-narrow")),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, "Retry now");
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (button (f, "cancel-narrow")),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, "Cancel retry");
   gtk_test_accessible_assert_property (GTK_ACCESSIBLE (f->banner),
                                        GTK_ACCESSIBLE_PROPERTY_LABEL, "Automatic retry");
   gtk_test_accessible_assert_role (GTK_ACCESSIBLE (f->banner), GTK_ACCESSIBLE_ROLE_GROUP);
@@ -514,6 +523,40 @@ test_rebind (Fixture       *f,
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
 }
 
+/* On a narrow window the buttons go under the words, and only one
+ * arrangement is ever shown. */
+static void
+test_narrow (Fixture       *f,
+             gconstpointer  data)
+{
+  GtkWindow *narrow = GTK_WINDOW (gtk_window_new ());
+  KagedRetryBanner *banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
+  GtkWidget *wide_status;
+  GtkWidget *narrow_status;
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+
+  /* The wide window of the fixture shows the wide arrangement. */
+  advance (f, 100);
+  g_assert_true (gtk_widget_get_mapped (find_named (GTK_WIDGET (f->banner), "status")));
+  g_assert_false (gtk_widget_get_mapped (find_named (GTK_WIDGET (f->banner), "status-narrow")));
+
+  gtk_window_set_default_size (narrow, 360, 200);
+  kaged_retry_banner_set_scheduler (banner, f->scheduler);
+  gtk_window_set_child (narrow, GTK_WIDGET (banner));
+  gtk_window_present (narrow);
+  advance (f, 100);
+
+  wide_status = find_named (GTK_WIDGET (banner), "status");
+  narrow_status = find_named (GTK_WIDGET (banner), "status-narrow");
+  g_assert_false (gtk_widget_get_mapped (wide_status));
+  g_assert_true (gtk_widget_get_mapped (narrow_status));
+  g_assert_cmpstr (gtk_label_get_label (GTK_LABEL (narrow_status)), ==, "Retrying in 2 s");
+
+  gtk_window_destroy (narrow);
+  iterate ();
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -535,6 +578,7 @@ main (int   argc,
   ADD ("cancel-button", test_cancel_button);
   ADD ("accessible", test_accessible);
   ADD ("rebind", test_rebind);
+  ADD ("narrow", test_narrow);
 
 #undef ADD
 

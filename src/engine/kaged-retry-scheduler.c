@@ -1785,10 +1785,12 @@ kaged_retry_format_retry_after (gint64   when_ms,
     return NULL;
 
   if (use_12h)
-    /* Translators: the time of day on a 12-hour clock, see g_date_time_format() */
+    /* Translators: the time of day on a 12-hour clock, see g_date_time_format()
+     * xgettext:no-c-format */
     time = g_date_time_format (when, _("%-l:%M %p"));
   else
-    /* Translators: the time of day on a 24-hour clock, see g_date_time_format() */
+    /* Translators: the time of day on a 24-hour clock, see g_date_time_format()
+     * xgettext:no-c-format */
     time = g_date_time_format (when, _("%H:%M"));
 
   g_date_clear (&when_date, 1);
@@ -1808,10 +1810,12 @@ kaged_retry_format_retry_after (gint64   when_ms,
     return g_strdup_printf (_("Retry tomorrow after %s"), time);
 
   if (days > 1 && days < 7)
-    /* Translators: the weekday of a retry within a week, see g_date_time_format() */
+    /* Translators: the weekday of a retry within a week, see g_date_time_format()
+     * xgettext:no-c-format */
     day = g_date_time_format (when, _("%A"));
   else
-    /* Translators: the date of a retry further away, see g_date_time_format() */
+    /* Translators: the date of a retry further away, see g_date_time_format()
+     * xgettext:no-c-format */
     day = g_date_time_format (when, _("%x"));
 
   /* Translators: a day and a time, e.g. "Retry Friday after 14:32" */

@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
 
 #include "kaged-retry-banner.h"
@@ -22,6 +23,22 @@
  * needed. It redraws only when the scheduler's properties change — once a
  * second while counting down.
  */
+/* The same contents in two arrangements: in a row when the window is wide,
+ * with the buttons under the words when it is narrow. */
+enum {
+  LAYOUT_WIDE,
+  LAYOUT_NARROW,
+  N_LAYOUTS
+};
+
+typedef struct
+{
+  GtkImage *icon;
+  GtkLabel *reason_label;
+  GtkLabel *detail_label;
+  GtkLabel *status_label;
+} Layout;
+
 struct _KagedRetryBanner
 {
   GtkWidget parent_instance;
@@ -30,12 +47,7 @@ struct _KagedRetryBanner
   GSignalGroup *scheduler_signals;
 
   GtkRevealer *revealer;
-  GtkImage *icon;
-  GtkLabel *reason_label;
-  GtkLabel *detail_label;
-  GtkLabel *status_label;
-  GtkButton *retry_button;
-  GtkButton *cancel_button;
+  Layout layouts[N_LAYOUTS];
 };
 
 G_DEFINE_FINAL_TYPE (KagedRetryBanner, kaged_retry_banner, GTK_TYPE_WIDGET)
@@ -51,10 +63,15 @@ static GParamSpec *properties [N_PROPS];
 
 static const char banner_css[] =
   ".kaged-retry-banner {\n"
-  "  padding: 6px 6px 6px 12px;\n"
   "  background-color: mix(@warning_bg_color, @window_bg_color, 0.8);\n"
   "  color: @window_fg_color;\n"
   "  box-shadow: inset 0 -1px alpha(currentColor, 0.15);\n"
+  "}\n"
+  ".kaged-retry-banner > .wide {\n"
+  "  padding: 6px 6px 6px 12px;\n"
+  "}\n"
+  ".kaged-retry-banner > .narrow {\n"
+  "  padding: 6px;\n"
   "}\n"
   ".kaged-retry-banner .kaged-retry-status {\n"
   "  font-weight: bold;\n"
@@ -161,10 +178,16 @@ kaged_retry_banner_update (KagedRetryBanner *self)
                             kaged_retry_scheduler_get_attempt (self->scheduler),
                             kaged_retry_describe_wait_source (kaged_retry_scheduler_get_wait_source (self->scheduler)));
 
-  set_label (self->reason_label, kaged_retry_scheduler_get_reason (self->scheduler));
-  set_label (self->detail_label, detail);
-  set_label (self->status_label, status);
-  gtk_image_set_from_icon_name (self->icon, icon_name);
+  for (guint i = 0; i < N_LAYOUTS; i++)
+    {
+      Layout *layout = &self->layouts[i];
+
+      set_label (layout->reason_label, kaged_retry_scheduler_get_reason (self->scheduler));
+      set_label (layout->detail_label, detail);
+      set_label (layout->status_label, status);
+      if (g_strcmp0 (gtk_image_get_icon_name (layout->icon), icon_name) != 0)
+        gtk_image_set_from_icon_name (layout->icon, icon_name);
+    }
 }
 
 static void
@@ -335,10 +358,67 @@ kaged_retry_banner_class_init (KagedRetryBannerClass *klass)
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
 }
 
+static GtkWidget *
+build_texts (Layout     *layout,
+             const char *suffix)
+{
+  g_autofree char *reason_name = g_strconcat ("reason", suffix, NULL);
+  g_autofree char *detail_name = g_strconcat ("detail", suffix, NULL);
+  GtkWidget *texts = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+
+  gtk_widget_set_hexpand (texts, TRUE);
+  gtk_widget_set_valign (texts, GTK_ALIGN_CENTER);
+
+  layout->icon = GTK_IMAGE (gtk_image_new_from_icon_name ("view-refresh-symbolic"));
+  gtk_widget_set_valign (GTK_WIDGET (layout->icon), GTK_ALIGN_CENTER);
+  gtk_accessible_update_state (GTK_ACCESSIBLE (layout->icon), GTK_ACCESSIBLE_STATE_HIDDEN, TRUE, -1);
+
+  layout->reason_label = new_label (reason_name, "heading");
+  gtk_box_append (GTK_BOX (texts), GTK_WIDGET (layout->reason_label));
+
+  layout->detail_label = new_label (detail_name, "caption");
+  gtk_box_append (GTK_BOX (texts), GTK_WIDGET (layout->detail_label));
+
+  return texts;
+}
+
+static GtkLabel *
+build_status (Layout     *layout,
+              const char *suffix)
+{
+  g_autofree char *name = g_strconcat ("status", suffix, NULL);
+
+  layout->status_label = new_label (name, "numeric");
+  gtk_label_set_wrap (layout->status_label, FALSE);
+  gtk_widget_add_css_class (GTK_WIDGET (layout->status_label), "kaged-retry-status");
+  gtk_widget_set_valign (GTK_WIDGET (layout->status_label), GTK_ALIGN_CENTER);
+
+  return layout->status_label;
+}
+
+static void
+append_buttons (GtkBox     *box,
+                const char *suffix)
+{
+  g_autofree char *retry_name = g_strconcat ("retry-now", suffix, NULL);
+  g_autofree char *cancel_name = g_strconcat ("cancel", suffix, NULL);
+
+  gtk_box_append (box, GTK_WIDGET (new_button (retry_name, _("_Retry Now"),
+                                               "retry-banner.retry-now", _("Retry now"),
+                                               _("Start the retry without waiting"))));
+  gtk_box_append (box, GTK_WIDGET (new_button (cancel_name, _("_Cancel Retry"),
+                                               "retry-banner.cancel", _("Cancel retry"),
+                                               _("Stop retrying this reply"))));
+}
+
 static void
 kaged_retry_banner_init (KagedRetryBanner *self)
 {
+  Layout *wide = &self->layouts[LAYOUT_WIDE];
+  Layout *narrow = &self->layouts[LAYOUT_NARROW];
+  GtkWidget *squeezer;
   GtkWidget *box;
+  GtkWidget *row;
   GtkWidget *texts;
 
   ensure_style (GTK_WIDGET (self));
@@ -351,39 +431,42 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_revealer_set_transition_type (self->revealer, GTK_REVEALER_TRANSITION_TYPE_SLIDE_DOWN);
   gtk_widget_set_parent (GTK_WIDGET (self->revealer), GTK_WIDGET (self));
 
+  /* The first arrangement whose minimum width fits is shown. */
+  squeezer = adw_squeezer_new ();
+  adw_squeezer_set_switch_threshold_policy (ADW_SQUEEZER (squeezer), ADW_FOLD_THRESHOLD_POLICY_MINIMUM);
+  adw_squeezer_set_homogeneous (ADW_SQUEEZER (squeezer), FALSE);
+  adw_squeezer_set_transition_type (ADW_SQUEEZER (squeezer), ADW_SQUEEZER_TRANSITION_TYPE_NONE);
+  gtk_widget_add_css_class (squeezer, "kaged-retry-banner");
+  gtk_revealer_set_child (self->revealer, squeezer);
+
+  /* Wide: icon, words, status and buttons in a row. */
   box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
-  gtk_widget_add_css_class (box, "kaged-retry-banner");
-  gtk_revealer_set_child (self->revealer, box);
-
-  self->icon = GTK_IMAGE (gtk_image_new_from_icon_name ("view-refresh-symbolic"));
-  gtk_widget_set_valign (GTK_WIDGET (self->icon), GTK_ALIGN_CENTER);
-  gtk_accessible_update_state (GTK_ACCESSIBLE (self->icon), GTK_ACCESSIBLE_STATE_HIDDEN, TRUE, -1);
-  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->icon));
-
-  texts = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
-  gtk_widget_set_hexpand (texts, TRUE);
-  gtk_widget_set_valign (texts, GTK_ALIGN_CENTER);
+  gtk_widget_add_css_class (box, "wide");
+  texts = build_texts (wide, "");
+  /* Below this the words would squeeze into a column: go narrow instead. */
+  gtk_label_set_width_chars (wide->reason_label, 24);
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (wide->icon));
   gtk_box_append (GTK_BOX (box), texts);
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (build_status (wide, "")));
+  append_buttons (GTK_BOX (box), "");
+  adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 
-  self->reason_label = new_label ("reason", "heading");
-  gtk_box_append (GTK_BOX (texts), GTK_WIDGET (self->reason_label));
-
-  self->detail_label = new_label ("detail", "caption");
-  gtk_box_append (GTK_BOX (texts), GTK_WIDGET (self->detail_label));
-
-  self->status_label = new_label ("status", "numeric");
-  gtk_label_set_wrap (self->status_label, FALSE);
-  gtk_widget_add_css_class (GTK_WIDGET (self->status_label), "kaged-retry-status");
-  gtk_widget_set_valign (GTK_WIDGET (self->status_label), GTK_ALIGN_CENTER);
-  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->status_label));
-
-  self->retry_button = new_button ("retry-now", _("_Retry Now"), "retry-banner.retry-now",
-                                   _("Retry now"), _("Start the retry without waiting"));
-  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->retry_button));
-
-  self->cancel_button = new_button ("cancel", _("_Cancel Retry"), "retry-banner.cancel",
-                                    _("Cancel retry"), _("Stop retrying this reply"));
-  gtk_box_append (GTK_BOX (box), GTK_WIDGET (self->cancel_button));
+  /* Narrow: icon and words, then status and buttons. */
+  box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_add_css_class (box, "narrow");
+  row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+  gtk_widget_set_margin_start (row, 6);
+  texts = build_texts (narrow, "-narrow");
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (narrow->icon));
+  gtk_box_append (GTK_BOX (row), texts);
+  gtk_box_append (GTK_BOX (box), row);
+  row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  gtk_widget_set_margin_start (row, 6);
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (build_status (narrow, "-narrow")));
+  gtk_widget_set_hexpand (GTK_WIDGET (narrow->status_label), TRUE);
+  append_buttons (GTK_BOX (row), "-narrow");
+  gtk_box_append (GTK_BOX (box), row);
+  adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 
   gtk_accessible_update_property (GTK_ACCESSIBLE (self),
                                   GTK_ACCESSIBLE_PROPERTY_LABEL, _("Automatic retry"),

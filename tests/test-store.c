@@ -1101,6 +1101,46 @@ test_locked (Fixture       *fixture,
 }
 
 static void
+test_second_owner (Fixture       *fixture,
+                   gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) first = open_store (fixture);
+  g_autoptr(KagedStore) second = NULL;
+  g_autoptr(KagedSession) session = add_session (first, "Owned");
+  g_autoptr(KagedMessage) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (session);
+  gint64 q1 = add_operator (first, session_id, "Still answering?");
+  gint64 run_id = add_run (first, session_id, q1, KAGED_RUN_STATUS_RUNNING);
+  gint64 reply_id = add_agent (first, session_id, run_id, "Yes, I am",
+                               KAGED_MESSAGE_STATUS_STREAMING);
+  gint64 start = g_get_monotonic_time ();
+
+  /* A second owner while the first is alive is refused at once, before it
+   * could take the first one's running reply for an interrupted one. */
+  assert_open_fails_untouched (fixture, KAGED_STORE_ERROR_LOCKED);
+  g_assert_cmpint (g_get_monotonic_time () - start, <, G_USEC_PER_SEC);
+
+  reply = kaged_store_get_message (first, reply_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_STREAMING);
+
+  /* Readers are not owners: the file stays readable alongside. */
+  {
+    sqlite3 *db = raw_open (fixture->path);
+
+    g_assert_cmpint (raw_int (db, "SELECT count (*) FROM messages"), ==, 2);
+    sqlite3_close (db);
+  }
+
+  /* Once the first owner is gone, the next one takes over and recovers. */
+  g_clear_object (&first);
+  second = kaged_store_open (fixture->path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (kaged_store_get_interrupted_runs (second)->len, ==, 1);
+}
+
+static void
 test_corrupt (Fixture       *fixture,
               gconstpointer  user_data)
 {
@@ -1638,6 +1678,7 @@ main (int   argc,
   ADD_TEST ("/store/not-a-database", test_not_a_database);
   ADD_TEST ("/store/too-new", test_too_new);
   ADD_TEST ("/store/locked", test_locked);
+  ADD_TEST ("/store/second-owner", test_second_owner);
   ADD_TEST ("/store/corrupt", test_corrupt);
   ADD_TEST ("/store/check", test_check);
   ADD_TEST ("/store/delete-session", test_delete_session);

@@ -12,6 +12,8 @@
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
 #include <sqlite3.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "kaged-enum-types.h"
 #include "kaged-retry-class.h"
@@ -357,6 +359,7 @@ struct _KagedStore
   sqlite3 *db;
   sqlite3_stmt *stmts[N_STMTS];
   guint depth;
+  int owner_fd;
 
   GPtrArray *interrupted_runs;
   GPtrArray *queued_runs;
@@ -400,6 +403,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (CachedStmt, cached_stmt_release)
 static KagedStoreError
 error_code_for_rc (int rc)
 {
+  /* The file ends before the data it points to: it was cut short. */
+  if (rc == SQLITE_IOERR_SHORT_READ)
+    return KAGED_STORE_ERROR_CORRUPT;
+
   switch (rc & 0xff)
     {
     case SQLITE_BUSY:
@@ -947,6 +954,53 @@ ensure_file (KagedStore  *self,
   return TRUE;
 }
 
+/*
+ * One process at a time owns the database: recovery on open marks the runs
+ * left running as interrupted, which must never happen to the runs of a
+ * Kaged still running. The claim is an flock() on the file, which SQLite's
+ * own fcntl() locks do not see; it goes when the store is finalized or the
+ * process ends, however it ends.
+ */
+static gboolean
+claim_file (KagedStore  *self,
+            GError     **error)
+{
+  int fd = g_open (self->path, O_RDONLY | O_CLOEXEC, 0);
+
+  if (fd < 0)
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_IO,
+                   _("Could not open the database “%s”: %s"),
+                   self->display_name, g_strerror (saved_errno));
+      return FALSE;
+    }
+
+  while (flock (fd, LOCK_EX | LOCK_NB) != 0)
+    {
+      int saved_errno = errno;
+
+      if (saved_errno == EINTR)
+        continue;
+
+      g_close (fd, NULL);
+
+      if (saved_errno == EWOULDBLOCK)
+        g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_LOCKED,
+                     _("The database “%s” is in use by another Kaged"),
+                     self->display_name);
+      else
+        g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_IO,
+                     _("Could not lock the database “%s”: %s"),
+                     self->display_name, g_strerror (saved_errno));
+      return FALSE;
+    }
+
+  self->owner_fd = fd;
+  return TRUE;
+}
+
 /* Reads the header without writing anything, and says whether the file is
  * ours: a Kaged database, or an empty file to start one in. */
 static gboolean
@@ -1108,7 +1162,7 @@ kaged_store_initable_init (GInitable     *initable,
   g_return_val_if_fail (self->path != NULL, FALSE);
   g_return_val_if_fail (self->db == NULL, FALSE);
 
-  if (!ensure_file (self, error))
+  if (!ensure_file (self, error) || !claim_file (self, error))
     return FALSE;
 
   rc = sqlite3_open_v2 (self->path, &self->db,
@@ -1184,6 +1238,14 @@ kaged_store_finalize (GObject *object)
         g_warning ("Could not close the database “%s”: %s",
                    self->display_name, sqlite3_errstr (rc));
       self->db = NULL;
+    }
+
+  /* Only now that SQLite is done with the file: closing a descriptor of it
+   * releases every fcntl() lock this process holds on it. */
+  if (self->owner_fd >= 0)
+    {
+      g_close (self->owner_fd, NULL);
+      self->owner_fd = -1;
     }
 
   g_clear_pointer (&self->interrupted_runs, g_ptr_array_unref);
@@ -1292,6 +1354,7 @@ static void
 kaged_store_init (KagedStore *self)
 {
   self->display_name = g_strdup ("");
+  self->owner_fd = -1;
   self->interrupted_runs = g_ptr_array_new_with_free_func (g_object_unref);
 }
 

@@ -994,6 +994,37 @@ test_idle_timeout (void)
   }
 }
 
+/* The end marker completes the reply, even if the server keeps sending nothing. */
+static void
+test_done_while_open (void)
+{
+  static const char * const fixtures[] = {
+    "openai-stream.sse", "anthropic-stream.sse", "ollama-stream.ndjson",
+  };
+
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Server) server = server_new ();
+      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
+      g_autoptr(KagedChat) chat = chat_new ();
+      g_autofree char *body = NULL;
+      gint64 started = g_get_monotonic_time ();
+      gsize len = 0;
+      Call call = { 0, };
+
+      body = read_fixture (fixtures[kind], &len);
+      server->mode = MODE_STALL_BODY;
+      server_answer (server, 200, kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
+                     body, len);
+      run_chat (provider, chat, NULL, &call);
+
+      g_assert_no_error (call.error);
+      g_assert_cmpuint (call.text->len, >, 0);
+      g_assert_cmpint (g_get_monotonic_time () - started, <, 10 * G_USEC_PER_SEC);
+      call_clear (&call);
+    }
+}
+
 static void
 test_connection_refused (void)
 {
@@ -1339,6 +1370,7 @@ main (int   argc,
   g_test_add_func ("/providers/cancel-stream", test_cancel_stream);
   g_test_add_func ("/providers/first-byte-timeout", test_first_byte_timeout);
   g_test_add_func ("/providers/idle-timeout", test_idle_timeout);
+  g_test_add_func ("/providers/done-while-open", test_done_while_open);
   g_test_add_func ("/providers/connection-refused", test_connection_refused);
   g_test_add_func ("/providers/bad-base-url", test_bad_base_url);
   g_test_add_func ("/providers/bad-certificate", test_bad_certificate);

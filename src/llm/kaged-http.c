@@ -759,11 +759,7 @@ body_read_cb (GObject      *object,
 
   if (bytes == NULL)
     {
-      /* After the end marker, the rest of the connection does not matter. */
-      if (decoder->done)
-        return_success (task);
-      else
-        return_transport_error (task, error);
+      return_transport_error (task, error);
       return;
     }
 
@@ -780,16 +776,24 @@ body_read_cb (GObject      *object,
     g_byte_array_append (state->unrecognized, g_bytes_get_data (bytes, NULL),
                          MIN (size, UNRECOGNIZED_MAX - state->unrecognized->len));
 
-  if (!decoder->done &&
-      !decoder->feed (decoder, g_bytes_get_data (bytes, NULL), size, &error))
+  if (!decoder->feed (decoder, g_bytes_get_data (bytes, NULL), size, &error))
     {
       return_error (task, g_steal_pointer (&error));
       return;
     }
 
-  if (g_cancellable_is_cancelled (state->caller))
+  /* The reply is complete at its end marker: a server that keeps the
+   * connection open after it must not keep the caller waiting. */
+  if (decoder->done)
     {
       return_success (task);
+      return;
+    }
+
+  /* A ::delta handler may have cancelled. */
+  if (g_cancellable_is_cancelled (state->caller))
+    {
+      return_error (task, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, _("Cancelled")));
       return;
     }
 

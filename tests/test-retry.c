@@ -245,10 +245,12 @@ fixture_tear_down (Fixture       *fixture,
                    gconstpointer  user_data)
 {
   g_clear_error (&fixture->error);
-  g_clear_object (&fixture->server);
   if (fixture->session != NULL)
     soup_session_abort (fixture->session);
   g_clear_object (&fixture->session);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_clear_object (&fixture->server);
   if (fixture->text != NULL)
     g_string_free (g_steal_pointer (&fixture->text), TRUE);
   g_clear_object (&fixture->cancellable);

@@ -1685,7 +1685,7 @@ kaged_fake_server_listen (KagedFakeServer  *self,
 {
   g_autoptr(GInetAddress) loopback = NULL;
   g_autoptr(GSocketAddress) address = NULL;
-  GSList *uris;
+  GSList *listeners;
 
   g_return_val_if_fail (KAGED_IS_FAKE_SERVER (self), FALSE);
   g_return_val_if_fail (port <= G_MAXUINT16, FALSE);
@@ -1696,9 +1696,20 @@ kaged_fake_server_listen (KagedFakeServer  *self,
   if (!soup_server_listen (self->server, address, 0, error))
     return FALSE;
 
-  uris = soup_server_get_uris (self->server);
-  self->port = uris != NULL ? g_uri_get_port (uris->data) : port;
-  g_slist_free_full (uris, (GDestroyNotify)g_uri_unref);
+  self->port = port;
+  listeners = soup_server_get_listeners (self->server);
+  if (listeners != NULL)
+    {
+      g_autoptr(GSocketAddress) local = g_socket_get_local_address (listeners->data, error);
+
+      if (local == NULL)
+        {
+          g_slist_free (listeners);
+          return FALSE;
+        }
+      self->port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
+    }
+  g_slist_free (listeners);
 
   return TRUE;
 }

@@ -63,7 +63,7 @@ static char *
 make_temp_dir (void)
 {
   g_autoptr(GError) error = NULL;
-  char *dir = g_dir_make_tmp ("kaged-test-application-XXXXXX", &error);
+  char *dir = g_dir_make_tmp (NULL, &error);
 
   g_assert_no_error (error);
 

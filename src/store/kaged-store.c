@@ -1043,7 +1043,7 @@ migrate_step (KagedStore  *self,
   if (!exec_sql (self, "BEGIN IMMEDIATE", error))
     return FALSE;
 
-  /* Another process may have migrated while this one waited for the lock. */
+  /* Read again under the write lock: a step is applied exactly once. */
   if (!query_int (self, "PRAGMA user_version", &version, error))
     goto failed;
   if (version >= to_version)

@@ -9,12 +9,16 @@
 #include <glib/gstdio.h>
 
 #include "kaged-clock.h"
+#include "kaged-fake-server.h"
+#include "kaged-http.h"
+#include "kaged-keyring.h"
 #include "kaged-enum-types.h"
 #include "kaged-random.h"
 #include "kaged-retry-class.h"
 #include "kaged-retry-scheduler-private.h"
 #include "kaged-run.h"
 #include "kaged-session.h"
+#include "kaged-session-manager.h"
 #include "kaged-store.h"
 
 #define SESSION_ID 7
@@ -1596,6 +1600,186 @@ test_store_backed (void)
   g_rmdir (dir);
 }
 
+/* --- with the real engine ------------------------------------------------------ */
+
+typedef struct
+{
+  KagedSessionManager *manager;
+  KagedRetryScheduler *scheduler;
+  KagedRun            *last_finished;
+} Glue;
+
+/* What the application does: the session's latest run, once finished,
+ * goes to its scheduler. */
+static void
+glue_run_changed (KagedSessionManager *manager,
+                  KagedRun            *run,
+                  Glue                *glue)
+{
+  g_autoptr(KagedRun) latest = NULL;
+
+  if (!kaged_run_is_finished (run))
+    return;
+
+  latest = kaged_session_manager_get_latest_run (manager, kaged_run_get_session_id (run), NULL);
+  if (latest == NULL || kaged_run_get_id (latest) != kaged_run_get_id (run))
+    return;
+
+  g_set_object (&glue->last_finished, run);
+  if (glue->scheduler != NULL)
+    kaged_retry_scheduler_run_finished (glue->scheduler, run);
+}
+
+static gboolean
+wake_up (gpointer user_data)
+{
+  return G_SOURCE_CONTINUE;
+}
+
+static void
+wait_for_run (Glue   *glue,
+              gint64  run_id)
+{
+  gint64 give_up = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  guint wake = g_timeout_add (50, wake_up, NULL);
+
+  while (glue->last_finished == NULL || kaged_run_get_id (glue->last_finished) != run_id)
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, give_up);
+      g_main_context_iteration (NULL, TRUE);
+    }
+
+  g_source_remove (wake);
+}
+
+static void
+remember_run_id (KagedRetryScheduler *scheduler,
+                 GParamSpec          *pspec,
+                 gint64              *run_id)
+{
+  if (kaged_retry_scheduler_get_run_id (scheduler) != 0)
+    *run_id = kaged_retry_scheduler_get_run_id (scheduler);
+}
+
+/* A provider overloaded with "retry-after: 60", then fine: Tier 1 hands over
+ * at once, the scheduler counts down the provider's minute on the clock and
+ * regenerates from the operator's message through the session manager. */
+static void
+test_engine_end_to_end (void)
+{
+  static const char scenario[] =
+    "[{\"status\": 529, \"headers\": {\"retry-after\": \"60\"}, "
+    "  \"body\": {\"error\": {\"type\": \"overloaded_error\", \"message\": \"Overloaded\"}}},"
+    " {\"kind\": \"openai\", \"text\": \"Hello again\"}]";
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
+  g_autofree char *path = NULL;
+  g_autofree char *url = NULL;
+  g_autoptr(KagedClock) clock = kaged_fake_clock_new (START_WALL_MS);
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedFakeServer) server = NULL;
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedRandom) random = kaged_random_new_with_seed (7);
+  g_autoptr(KagedResolver) resolver = NULL;
+  g_autoptr(KagedProfile) profile = NULL;
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryDispatcher) dispatcher = NULL;
+  g_autoptr(KagedRetryStateStore) state_store = NULL;
+  g_autoptr(TestNetworkMonitor) monitor = g_object_new (TEST_TYPE_NETWORK_MONITOR, NULL);
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GPtrArray) messages = NULL;
+  Glue glue = { NULL, };
+  gint64 first_run;
+  gint64 retry_run = 0;
+
+  g_assert_no_error (error);
+  path = g_build_filename (dir, "kaged.db", NULL);
+  store = kaged_store_open (path, &error);
+  g_assert_no_error (error);
+
+  server = kaged_fake_server_new (scenario, &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (server, 0, &error);
+  g_assert_no_error (error);
+  url = kaged_fake_server_get_url (server);
+
+  /* Tier 1 and Tier 2 on the same fake clock. */
+  resolver = kaged_resolver_new_full (kaged_http_get_default_session (), keyring, clock, random);
+  profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, url, "test-model");
+  manager = kaged_session_manager_new (store, NULL);
+  kaged_session_manager_set_model (manager, resolver, profile);
+  g_signal_connect (manager, "run-changed", G_CALLBACK (glue_run_changed), &glue);
+
+  session = kaged_session_manager_create_session (manager, "Retries", &error);
+  g_assert_no_error (error);
+
+  dispatcher = kaged_retry_dispatcher_new_for_manager (manager);
+  state_store = kaged_retry_state_store_new_for_store (store);
+  glue.scheduler = kaged_retry_scheduler_new (kaged_session_get_id (session), dispatcher,
+                                              state_store, clock, G_NETWORK_MONITOR (monitor));
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hi", &error);
+  g_assert_no_error (error);
+  first_run = receipt->run_id;
+  wait_for_run (&glue, first_run);
+
+  g_assert_cmpint (kaged_run_get_status (glue.last_finished), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (glue.scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_ARMED);
+  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (glue.scheduler), ==, 60);
+  g_assert_cmpint (kaged_retry_scheduler_get_anchor_id (glue.scheduler), ==, receipt->message_id);
+  g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (glue.scheduler), ==, "retry-after");
+  g_assert_cmpstr (kaged_retry_scheduler_get_reason (glue.scheduler), ==,
+                   "The provider is overloaded (HTTP 529) — the provider asked to wait 1 min");
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (server, NULL), ==, 1);
+
+  /* Not a moment early. */
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (clock), 59999);
+  iterate ();
+  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (glue.scheduler), ==, 1);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (server, NULL), ==, 1);
+
+  g_signal_connect (glue.scheduler, "notify::run-id", G_CALLBACK (remember_run_id), &retry_run);
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (clock), 1);
+  iterate ();
+  g_assert_cmpint (retry_run, >, first_run);
+  wait_for_run (&glue, retry_run);
+
+  g_assert_cmpint (kaged_run_get_status (glue.last_finished), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_cmpint (kaged_run_get_anchor_id (glue.last_finished), ==, receipt->message_id);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (glue.scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+  g_assert_cmpuint (kaged_retry_scheduler_get_attempt (glue.scheduler), ==, 0);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (server, NULL), ==, 2);
+
+  /* The reply now current is the retried one; the failed one is kept,
+   * superseded. */
+  messages = kaged_store_list_messages (store, kaged_session_get_id (session), FALSE, 0,
+                                        G_MAXUINT, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (messages->len, ==, 2);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (messages, 1)), ==, "Hello again");
+  g_assert_cmpint (kaged_message_get_run_id (g_ptr_array_index (messages, 1)), ==, retry_run);
+
+  kaged_session_manager_shutdown (manager);
+  for (guint i = 0; i < 50; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_clear_object (&glue.scheduler);
+  g_clear_object (&glue.last_finished);
+  g_clear_object (&manager);
+  g_clear_object (&store);
+  {
+    g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+    g_autofree char *shm = g_strconcat (path, "-shm", NULL);
+
+    g_remove (path);
+    g_remove (wal);
+    g_remove (shm);
+    g_rmdir (dir);
+  }
+}
+
 static void
 test_enum_nicks (void)
 {
@@ -1620,6 +1804,7 @@ main (int   argc,
   g_test_add_func ("/retry-scheduler/format", test_format);
   g_test_add_func ("/retry-scheduler/enum-nicks", test_enum_nicks);
   g_test_add_func ("/retry-scheduler/store-backed", test_store_backed);
+  g_test_add_func ("/retry-scheduler/engine-end-to-end", test_engine_end_to_end);
   ADD ("consecutive-delays", test_consecutive_delays);
   ADD ("arming-matrix", test_arming_matrix);
   ADD ("retry-after-countdown", test_retry_after_countdown);

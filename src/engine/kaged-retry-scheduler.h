@@ -14,6 +14,10 @@
 
 G_BEGIN_DECLS
 
+/* The engine's session manager (kaged-session-manager.h), which may itself
+ * hold the schedulers. */
+typedef struct _KagedSessionManager KagedSessionManager;
+
 /**
  * KagedRetrySchedulerState:
  * @KAGED_RETRY_SCHEDULER_STATE_IDLE: nothing to retry
@@ -137,6 +141,8 @@ gboolean kaged_retry_dispatcher_cancel_run (KagedRetryDispatcher  *self,
                                             gint64                 session_id,
                                             gint64                 run_id,
                                             GError               **error);
+
+KagedRetryDispatcher *kaged_retry_dispatcher_new_for_manager (KagedSessionManager *manager);
 
 /* ------------------------------------------------------------------------ */
 

@@ -812,6 +812,34 @@ test_scheduled_wall_clock (Fixture       *f,
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
 }
 
+/* A retry scheduled for after midnight says "tomorrow" until midnight. */
+static void
+test_scheduled_across_midnight (Fixture       *f,
+                                gconstpointer  data)
+{
+  /* 13:42 + 11 h = 00:42 the next day. */
+  RunSpec spec = {
+    9, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, TRUE,
+    START_WALL_MS + 11 * 3600000, 429, NULL, 0,
+  };
+  g_autoptr(KagedRun) run = make_run (&spec);
+
+  kaged_retry_scheduler_run_finished (f->scheduler, run);
+  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
+                   "Retry tomorrow after 00:42");
+
+  /* 23:59 → still tomorrow; 00:01 → today. */
+  advance (f, (10 * 60 + 17) * 60000);
+  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
+                   "Retry tomorrow after 00:42");
+  advance (f, 2 * 60000);
+  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
+                   "Retry after 00:42");
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
+  advance (f, 41 * 60000);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
+}
+
 static void
 test_clock_format_setting (Fixture       *f,
                            gconstpointer  data)
@@ -1812,6 +1840,7 @@ main (int   argc,
   ADD ("reason-texts", test_reason_texts);
   ADD ("scheduled", test_scheduled);
   ADD ("scheduled-wall-clock", test_scheduled_wall_clock);
+  ADD ("scheduled-across-midnight", test_scheduled_across_midnight);
   ADD ("clock-format-setting", test_clock_format_setting);
   ADD ("cancel/armed", test_cancel_armed);
   ADD ("cancel/scheduled", test_cancel_scheduled);

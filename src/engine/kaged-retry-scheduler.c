@@ -1881,7 +1881,9 @@ _kaged_retry_scheduler_expire (KagedRetryScheduler *self,
       now = kaged_clock_get_wall_ms (self->clock);
       if (now < self->next_eligible_time)
         {
-          /* Not yet by the wall clock: look again later. */
+          /* Not yet by the wall clock: look again later. The day may have
+           * changed ("tomorrow" becomes today). */
+          update_scheduled_label (self);
           clear_source (&self->deadline_source);
           self->deadline_source = attach_timeout (self,
                                                   MIN (self->next_eligible_time - now,

@@ -164,7 +164,8 @@ G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 2);
 #define MESSAGE_COLUMNS \
   "m.id, m.session_id, m.role, m.content, m.created_at, m.run_id, m.status, " \
   "m.error_message, m.retryable, m.retry_class, m.retry_after_until, s.run_id, " \
-  "c.summary_id IS NOT NULL "
+  "(c.summary_id IS NOT NULL AND NOT EXISTS " \
+  " (SELECT 1 FROM message_supersessions cs WHERE cs.message_id = c.summary_id)) "
 #define MESSAGE_FROM \
   "FROM messages m " \
   "LEFT JOIN message_supersessions s ON s.message_id = m.id " \
@@ -360,6 +361,7 @@ struct _KagedStore
   sqlite3_stmt *stmts[N_STMTS];
   guint depth;
   int owner_fd;
+  guint64 n_commits;
 
   GPtrArray *interrupted_runs;
   GPtrArray *queued_runs;
@@ -1150,6 +1152,16 @@ failed:
   return FALSE;
 }
 
+/* Counts every transaction that writes, explicit or not. */
+static int
+count_commit (gpointer user_data)
+{
+  KagedStore *self = user_data;
+
+  self->n_commits++;
+  return 0;
+}
+
 static gboolean
 kaged_store_initable_init (GInitable     *initable,
                            GCancellable  *cancellable,
@@ -1180,6 +1192,7 @@ kaged_store_initable_init (GInitable     *initable,
 
   sqlite3_extended_result_codes (self->db, TRUE);
   sqlite3_busy_timeout (self->db, OPEN_BUSY_TIMEOUT_MS);
+  sqlite3_commit_hook (self->db, count_commit, self);
 
   /* Nothing is written before the file is known to be ours and not newer
    * than this build: a file that is not is left exactly as it was. */
@@ -2946,4 +2959,18 @@ kaged_store_list_retry_states (KagedStore  *self,
 
   return collect_rows (self, stmt, (RowFunc)retry_state_from_row,
                        (GDestroyNotify)kaged_store_retry_state_free, error);
+}
+
+/**
+ * kaged_store_get_n_write_transactions:
+ *
+ * Returns: how many write transactions were committed since the store was
+ *   opened, for measuring how often streaming text reaches the disk
+ */
+guint64
+kaged_store_get_n_write_transactions (KagedStore *self)
+{
+  g_return_val_if_fail (KAGED_IS_STORE (self), 0);
+
+  return self->n_commits;
 }

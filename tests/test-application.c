@@ -15,11 +15,14 @@
 
 #include <gio/gio.h>
 #include <glib/gstdio.h>
+#include <sqlite3.h>
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
 
 #define WAIT_SECONDS 60
 #define STORE_ERROR_HEADING "The conversation database could not be opened"
+#define DAMAGE_HEADING "The conversation database is damaged"
+#define PAGE_SIZE 4096
 
 typedef struct
 {
@@ -456,8 +459,9 @@ write_not_a_database (const char  *dir,
 }
 
 static void
-assert_file_unchanged (const char *path,
-                       const char *expected)
+assert_file_unchanged_len (const char *path,
+                           const char *expected,
+                           gsize       expected_length)
 {
   g_autoptr(GError) error = NULL;
   g_autofree char *contents = NULL;
@@ -465,8 +469,14 @@ assert_file_unchanged (const char *path,
 
   g_file_get_contents (path, &contents, &length, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (length, ==, strlen (expected));
-  g_assert_cmpmem (contents, length, expected, strlen (expected));
+  g_assert_cmpmem (contents, length, expected, expected_length);
+}
+
+static void
+assert_file_unchanged (const char *path,
+                       const char *expected)
+{
+  assert_file_unchanged_len (path, expected, strlen (expected));
 }
 
 static void
@@ -588,6 +598,112 @@ test_second_start_keeps_database (void)
   remove_tree (other_dir);
 }
 
+/* Lets Kaged create its database, grows it with a table of padding and
+ * then overwrites one page in the middle of that table: opening the file
+ * still works, reading all of it does not. */
+static void
+make_damaged_database (GSubprocessLauncher  *launcher,
+                       Display              *display,
+                       const char           *dir,
+                       char                **out_path,
+                       gsize                *out_damaged_offset)
+{
+  static const char padding_sql[] =
+    "CREATE TABLE padding (data BLOB);"
+    "WITH RECURSIVE n (i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)"
+    "  INSERT INTO padding SELECT randomblob (3000) FROM n;";
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
+  g_autofree char *wal = g_strconcat (path, "-wal", NULL);
+  g_autofree char *contents = NULL;
+  sqlite3 *db = NULL;
+  Toplevel *window;
+  Running *running;
+  gsize length = 0;
+  gsize middle;
+
+  running = start_app (launcher, dir);
+  window = wait_for_window (display, running, NULL);
+  quit_app (running);
+  toplevel_free (window);
+  running_free (running);
+
+  g_assert_cmpint (sqlite3_open_v2 (path, &db, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db, padding_sql, NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_close (db), ==, SQLITE_OK);
+  g_assert_false (g_file_test (wal, G_FILE_TEST_EXISTS));
+
+  g_file_get_contents (path, &contents, &length, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (length, >, 200 * PAGE_SIZE);
+  middle = (length / 2) & ~(gsize) (PAGE_SIZE - 1);
+  memset (contents + middle, 0x5A, PAGE_SIZE);
+  g_file_set_contents (path, contents, length, &error);
+  g_assert_no_error (error);
+
+  *out_path = g_steal_pointer (&path);
+  *out_damaged_offset = middle;
+}
+
+static void
+assert_page_still_damaged (const char *path,
+                           gsize       offset)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *contents = NULL;
+  gsize length = 0;
+
+  g_file_get_contents (path, &contents, &length, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (length, >=, offset + PAGE_SIZE);
+  for (gsize i = offset; i < offset + PAGE_SIZE; i++)
+    g_assert_cmpint ((guchar) contents[i], ==, 0x5A);
+}
+
+static void
+test_damaged_database (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (TRUE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *arg = g_strdup_printf ("--data-dir=%s", dir);
+  g_autofree char *db = NULL;
+  g_autofree char *damaged = NULL;
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  const char *argv[] = { kaged_binary (), arg, "--check-database", NULL };
+  Display *display = open_display ();
+  Toplevel *window;
+  Running *running;
+  gsize damaged_offset = 0;
+  gsize damaged_length = 0;
+  int status;
+
+  make_damaged_database (launcher, display, dir, &db, &damaged_offset);
+  g_file_get_contents (db, &damaged, &damaged_length, NULL);
+
+  /* --check-database reads the whole file and names the damage. */
+  status = run_to_end (launcher, argv, &out, &err);
+  g_assert_cmpint (status, !=, 0);
+  g_assert_nonnull (strstr (err, STORE_ERROR_HEADING));
+  g_assert_nonnull (strstr (err, "damaged"));
+  g_assert_nonnull (strstr (err, db));
+  assert_file_unchanged_len (db, damaged, damaged_length);
+
+  /* The window opens, then says what the background check found. */
+  running = start_app (launcher, dir);
+  window = wait_for_window (display, running, DAMAGE_HEADING);
+  quit_app (running);
+
+  g_assert_nonnull (strstr (running->stderr_text, DAMAGE_HEADING));
+  g_assert_nonnull (strstr (running->stderr_text, db));
+  assert_page_still_damaged (db, damaged_offset);
+
+  toplevel_free (window);
+  running_free (running);
+  XCloseDisplay (display);
+  remove_tree (dir);
+}
+
 static int
 keyfile_get_int (const char *path,
                  const char *key)
@@ -672,6 +788,7 @@ main (int   argc,
   g_test_add_func ("/application/window/maps-and-quits", test_window_maps_and_quits);
   g_test_add_func ("/application/window/reports-bad-database", test_window_reports_bad_database);
   g_test_add_func ("/application/window/size-is-kept", test_window_size_is_kept);
+  g_test_add_func ("/application/window/damaged-database", test_damaged_database);
   g_test_add_func ("/application/window/second-start-keeps-database",
                    test_second_start_keeps_database);
 

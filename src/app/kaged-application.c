@@ -31,6 +31,7 @@ struct _KagedApplication
   KagedStore *store;
   GError *store_error;
   char *store_path;
+  GCancellable *check_cancellable;
 };
 
 G_DEFINE_FINAL_TYPE (KagedApplication, kaged_application, ADW_TYPE_APPLICATION)
@@ -145,6 +146,9 @@ check_database (KagedApplication *self)
     }
 
   store = open_store (self->data_dir, &opened_path, &error);
+  if (store != NULL && !kaged_store_check (store, NULL, &error))
+    g_clear_object (&store);
+
   if (store == NULL)
     {
       g_autofree char *description = describe_store_error (error, opened_path);
@@ -242,6 +246,68 @@ kaged_application_show_store_error (KagedApplication *self,
 }
 
 static void
+kaged_application_damage_dialog_response (AdwMessageDialog *dialog,
+                                          const char       *response,
+                                          KagedApplication *self)
+{
+  if (g_strcmp0 (response, "quit") == 0)
+    g_application_quit (G_APPLICATION (self));
+}
+
+static void
+kaged_application_show_damage (KagedApplication *self,
+                               const GError     *error)
+{
+  g_autofree char *description = NULL;
+  const char *heading = _("The conversation database is damaged");
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
+  GtkWidget *dialog;
+
+  description = g_strdup_printf (_("Kaged found damage in “%s”, so some conversations may be "
+                                   "incomplete. The file was left as it is: quit and restore "
+                                   "it from a backup, or go on using it."),
+                                 self->store_path);
+  g_printerr ("%s: %s\n%s\n%s\n", PACKAGE_NAME, heading, description, error->message);
+
+  dialog = adw_message_dialog_new (parent, heading, description);
+  gtk_window_set_title (GTK_WINDOW (dialog), heading);
+  adw_message_dialog_add_responses (ADW_MESSAGE_DIALOG (dialog),
+                                    "quit", _("_Quit"),
+                                    "continue", _("_Continue"),
+                                    NULL);
+  adw_message_dialog_set_default_response (ADW_MESSAGE_DIALOG (dialog), "continue");
+  adw_message_dialog_set_close_response (ADW_MESSAGE_DIALOG (dialog), "continue");
+  g_signal_connect_object (dialog, "response",
+                           G_CALLBACK (kaged_application_damage_dialog_response),
+                           self, 0);
+
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
+static void
+kaged_application_check_cb (GObject      *object,
+                            GAsyncResult *result,
+                            gpointer      user_data)
+{
+  g_autoptr(KagedApplication) self = user_data;
+  g_autoptr(GError) error = NULL;
+
+  if (kaged_store_check_finish (KAGED_STORE (object), result, &error))
+    return;
+
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;
+
+  if (g_error_matches (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_CORRUPT))
+    {
+      kaged_application_show_damage (self, error);
+      return;
+    }
+
+  g_printerr ("%s: %s\n", PACKAGE_NAME, error->message);
+}
+
+static void
 kaged_application_ensure_store (KagedApplication *self)
 {
   g_autoptr(GError) error = NULL;
@@ -267,6 +333,12 @@ kaged_application_ensure_store (KagedApplication *self)
 
   self->store = store;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STORE]);
+
+  /* Opening reads little of the file; read all of it in the background
+   * to find damage early. */
+  self->check_cancellable = g_cancellable_new ();
+  kaged_store_check_async (self->store, self->check_cancellable,
+                           kaged_application_check_cb, g_object_ref (self));
 }
 
 static void
@@ -408,6 +480,8 @@ kaged_application_shutdown (GApplication *application)
 {
   KagedApplication *self = KAGED_APPLICATION (application);
 
+  g_cancellable_cancel (self->check_cancellable);
+
   G_APPLICATION_CLASS (kaged_application_parent_class)->shutdown (application);
 
   /* The windows saved their state as they closed; get it to disk. */
@@ -420,6 +494,7 @@ kaged_application_finalize (GObject *object)
 {
   KagedApplication *self = KAGED_APPLICATION (object);
 
+  g_clear_object (&self->check_cancellable);
   g_clear_object (&self->settings);
   g_clear_object (&self->store);
   g_clear_error (&self->store_error);

@@ -24,6 +24,7 @@
 #include "kaged-api-server.h"
 #include "kaged-api-token.h"
 #include "kaged-api-wire.h"
+#include "kaged-retry.h"
 
 #define JSON_CONTENT_TYPE  "application/json; charset=utf-8"
 #define SSE_CONTENT_TYPE   "text/event-stream; charset=utf-8"
@@ -434,6 +435,11 @@ run_retrying_cb (KagedSessionManager *manager,
   KagedClock *clock;
 
   if (!has_streams (self, session_id))
+    return;
+
+  /* The last attempt, or one told to wait beyond Tier 1's window, carries
+   * the server's wait for Tier 2: no attempt follows it in this run. */
+  if (number >= KAGED_RETRY_MAX_ATTEMPTS || attempt->wait_ms > KAGED_RETRY_WINDOW_MS)
     return;
 
   clock = kaged_session_manager_get_clock (self->manager);

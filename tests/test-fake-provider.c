@@ -583,6 +583,28 @@ test_hang_after_chunks (Fixture       *fixture,
 }
 
 static void
+test_headers_before_chunks (Fixture       *fixture,
+                            gconstpointer  user_data)
+{
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  Fetch f;
+
+  /* The first chunk is a minute away, the headers are not. */
+  fetch_start (fixture, &f, "POST", "/", NULL, cancellable);
+  while (f.stream == NULL && !f.done)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_no_error (f.error);
+  g_assert_cmpuint (soup_message_get_status (f.message), ==, 200);
+  g_assert_cmpuint (f.data->len, ==, 0);
+  g_assert_cmpuint (kaged_fake_server_get_n_active (fixture->server), ==, 1);
+
+  g_cancellable_cancel (cancellable);
+  fetch_wait (&f);
+  g_assert_error (f.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  fetch_clear (&f);
+}
+
+static void
 test_bad_scenarios (void)
 {
   static const char *bad[] = {
@@ -753,6 +775,8 @@ main (int   argc,
        "[{\"chunks\": [\"data: one\\n\\n\", {\"data\": \"data: two\\n\\n\", \"delay_ms\": 5}, \"data: three\\n\\n\"],"
        "  \"cut_after_chunks\": 2}]",
        test_cut_after_chunks);
+  ADD ("headers-before-chunks", "[{\"chunks\": [\"a\", \"b\"], \"delay_ms\": 60000}]",
+       test_headers_before_chunks);
   ADD ("hang", "[{\"hang\": true}]", test_hang);
   ADD ("hang-after-chunks", "[{\"chunks\": [\"one\\n\", \"two\\n\"], \"hang_after_chunks\": 1}]", test_hang_after_chunks);
 

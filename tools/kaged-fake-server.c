@@ -1053,6 +1053,15 @@ job_unpause (Job *job)
     }
 }
 
+/* A chunked answer whose body ran dry is paused by the server; after more
+ * of the body is there, it must be told. */
+static void
+job_wake (Job *job)
+{
+  job->paused = FALSE;
+  soup_server_message_unpause (job->msg);
+}
+
 static void
 job_schedule (Job         *job,
               guint        delay_ms,
@@ -1085,7 +1094,7 @@ job_send_piece (Job *job)
   Piece *piece = g_ptr_array_index (job->pieces, job->index++);
 
   soup_message_body_append_bytes (soup_server_message_get_response_body (job->msg), piece->data);
-  job_unpause (job);
+  job_wake (job);
 }
 
 static gboolean
@@ -1107,9 +1116,10 @@ job_next (Job *job)
     {
       Piece *piece = g_ptr_array_index (job->pieces, job->index);
 
+      /* No pause here: the headers go out now, and the server waits for
+       * the next chunk by itself. */
       if (piece->delay_ms > 0)
         {
-          job_pause (job);
           job_schedule (job, piece->delay_ms, job_piece_cb);
           return;
         }
@@ -1120,7 +1130,7 @@ job_next (Job *job)
     return;
 
   soup_message_body_complete (soup_server_message_get_response_body (job->msg));
-  job_unpause (job);
+  job_wake (job);
 }
 
 static void

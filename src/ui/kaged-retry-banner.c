@@ -12,17 +12,6 @@
 
 #include "kaged-retry-banner.h"
 
-/**
- * KagedRetryBanner:
- *
- * The bar above a conversation that shows a pending Tier 2 retry: why it
- * waits (class, HTTP status, where the wait came from), the attempt, the
- * seconds left or the time it is scheduled for, and *Retry Now* and
- * *Cancel Retry*. It slides in while its #KagedRetryScheduler has a retry
- * pending and out when the retry starts, is cancelled or is no longer
- * needed. It redraws only when the scheduler's properties change — once a
- * second while counting down.
- */
 /* The same contents in two arrangements: in a row when the window is wide,
  * with the buttons under the words when it is narrow. */
 enum {
@@ -39,6 +28,17 @@ typedef struct
   GtkLabel *status_label;
 } Layout;
 
+/**
+ * KagedRetryBanner:
+ *
+ * The bar above a conversation that shows a pending Tier 2 retry: why it
+ * waits (class, HTTP status, where the wait came from), the attempt, the
+ * seconds left or the time it is scheduled for, and *Retry Now* and
+ * *Cancel Retry*. It slides in while its #KagedRetryScheduler has a retry
+ * pending and out when the retry starts, is cancelled or is no longer
+ * needed. It redraws only when the scheduler's properties change — once a
+ * second while counting down.
+ */
 struct _KagedRetryBanner
 {
   GtkWidget parent_instance;

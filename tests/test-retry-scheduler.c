@@ -1507,7 +1507,7 @@ static void
 test_store_backed (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-retry-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *path = NULL;
   g_autoptr(KagedClock) clock = kaged_fake_clock_new (START_WALL_MS);
   g_autoptr(KagedStore) store = NULL;

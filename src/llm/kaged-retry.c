@@ -34,10 +34,11 @@
  * kaged_chat_add_attempt(): its start time, HTTP status (200 for a reply
  * that ended normally, 0 when no answer came), error message and class,
  * and the wait chosen after it with its source (`backoff` or the header it
- * came from). An attempt after which nothing more is tried has wait 0 and
- * no source — unless the server advised a wait, which is then recorded with
- * its source, because Tier 2 will honour it through `retry_after_until`.
- * A successful attempt is logged too (status 200, no error, class none),
+ * came from). An attempt after which nothing more is tried has wait 0 (no
+ * next attempt follows in this run); when the server advised a wait, its
+ * source is still recorded, because Tier 2 honours that wait through the
+ * error's `retry_after_until` and says where it came from. A successful
+ * attempt is logged too (status 200, no error, class none),
  * so the log always ends with how the open call ended. A cancelled attempt
  * is logged with the cancellation message and class none.
  */
@@ -136,7 +137,7 @@ return_final_error (GTask  *task,
       gint64 now = kaged_clock_get_wall_ms (self->clock);
 
       kaged_provider_error_set_retry_after_until (error, now + server_wait);
-      log_attempt (self, state, error, server_wait, source);
+      log_attempt (self, state, error, 0, source);
     }
   else
     {

@@ -1081,6 +1081,57 @@ test_http_cancel_during_call (Fixture       *fixture,
   g_assert_cmpuint (n_attempts (fixture), ==, 1);
 }
 
+typedef struct
+{
+  const char      *file;
+  const char      *kind;
+  guint            expected_requests;
+  KagedRetryClass  retry_class;      /* NONE: the reply arrives */
+  gint64           until_after_ms;   /* retry_after_until - the end, or 0 */
+} ExampleCase;
+
+/* The scenarios shipped for people to watch retries do what they say. */
+static void
+test_http_example_scenarios (Fixture       *fixture,
+                             gconstpointer  user_data)
+{
+  static const ExampleCase cases[] = {
+    { "overloaded-then-ok.json", "anthropic", 3, KAGED_RETRY_CLASS_NONE, 0 },
+    { "rate-limited-long.json", "openai", 1, KAGED_RETRY_CLASS_RATE_LIMITED, 120000 },
+    { "quota-50min.json", "openai", 1, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 50 * 60 * 1000 },
+    { "cut-after-first-delta.json", "openai", 1, KAGED_RETRY_CLASS_NETWORK, 0 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = g_build_filename (SCENARIO_DIR, cases[i].file, NULL);
+      g_autofree char *scenario = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_test_message ("%s", cases[i].file);
+      g_file_get_contents (path, &scenario, NULL, &error);
+      g_assert_no_error (error);
+
+      reset_chat (fixture);
+      use_server (fixture, cases[i].kind, scenario);
+      start_chat (fixture);
+      run_until_done (fixture);
+
+      g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, cases[i].expected_requests);
+      if (cases[i].retry_class == KAGED_RETRY_CLASS_NONE)
+        {
+          g_assert_no_error (fixture->error);
+          g_assert_cmpuint (fixture->text->len, >, 0);
+          continue;
+        }
+
+      g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, (int)cases[i].retry_class);
+      if (cases[i].until_after_ms > 0)
+        g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==,
+                         kaged_clock_get_wall_ms (fixture->clock) + cases[i].until_after_ms);
+    }
+}
+
 static void
 test_defaults (void)
 {
@@ -1124,6 +1175,7 @@ main (int   argc,
   ADD ("http/error-event-before-delta", test_http_error_event_before_delta);
   ADD ("http/cancel-during-backoff", test_http_cancel_during_backoff);
   ADD ("http/cancel-during-call", test_http_cancel_during_call);
+  ADD ("http/example-scenarios", test_http_example_scenarios);
 
 #undef ADD
 

@@ -69,7 +69,12 @@ static const char scenario_help[] =
   "The server's own paths (not counted):\n"
   "  GET  /__fake/stats     {\"total\", \"paths\": {PATH: N}, \"requests\": [...]}\n"
   "  POST /__fake/reset     forget requests, restart every step list\n"
-  "  POST /__fake/scenario  replace the scenario with the request body\n";
+  "  POST /__fake/scenario  replace the scenario with the request body\n"
+  "\n"
+  "Point a Kaged profile's base URL at the address printed on start-up: every\n"
+  "path is answered from \"steps\" unless \"paths\" names it. Examples are in\n"
+  "tools/scenarios/ of the source tree (overloaded-then-ok.json,\n"
+  "rate-limited-long.json, quota-50min.json, ...).\n";
 
 typedef struct
 {

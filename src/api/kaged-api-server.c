@@ -29,6 +29,8 @@
 #define JSON_CONTENT_TYPE  "application/json; charset=utf-8"
 #define SSE_CONTENT_TYPE   "text/event-stream; charset=utf-8"
 #define API_PREFIX         "/api/v1/"
+/* Connections waiting to be accepted. */
+#define LISTEN_BACKLOG     256
 /* Pages of messages hold at most this many. */
 #define MAX_PAGE_SIZE      1000
 
@@ -58,7 +60,7 @@ struct _EventStream
   SoupServerMessage *msg;
   gint64             session_id;
   gulong             finished_id;
-  guint              keepalive_id;
+  GSource           *keepalive;
 };
 
 typedef enum
@@ -196,7 +198,11 @@ respond_not_found (SoupServerMessage *msg)
 static void
 event_stream_free (EventStream *stream)
 {
-  g_clear_handle_id (&stream->keepalive_id, g_source_remove);
+  if (stream->keepalive != NULL)
+    {
+      g_source_destroy (stream->keepalive);
+      g_clear_pointer (&stream->keepalive, g_source_unref);
+    }
   g_clear_signal_handler (&stream->finished_id, stream->msg);
   g_clear_object (&stream->msg);
   g_free (stream);
@@ -301,8 +307,11 @@ start_event_stream (KagedApiServer    *self,
   stream->session_id = session_id;
   stream->finished_id = g_signal_connect (msg, "finished",
                                           G_CALLBACK (event_stream_finished_cb), stream);
-  stream->keepalive_id = g_timeout_add (self->keepalive_interval,
-                                        event_stream_keepalive_cb, stream);
+  /* On the context the server runs on, which need not be the global one. */
+  stream->keepalive = g_timeout_source_new (self->keepalive_interval);
+  g_source_set_callback (stream->keepalive, event_stream_keepalive_cb, stream, NULL);
+  g_source_set_static_name (stream->keepalive, "[kaged] API event stream keep-alive");
+  g_source_attach (stream->keepalive, g_main_context_get_thread_default ());
   g_ptr_array_add (self->streams, stream);
 
   g_debug ("An event stream of session %" G_GINT64_FORMAT " started", session_id);
@@ -1497,21 +1506,40 @@ listen_on (KagedApiServer  *self,
            GError         **error)
 {
   g_autoptr(GSocketAddress) socket_address = NULL;
+  g_autoptr(GSocketAddress) bound = NULL;
+  g_autoptr(GSocket) socket = NULL;
   g_autofree char *host = NULL;
-  GSList *uris;
-  guint bound_port = port;
+  guint bound_port;
 
   g_assert (g_inet_address_get_is_loopback (address));
 
-  socket_address = g_inet_socket_address_new (address, port);
-  if (!soup_server_listen (ensure_server (self), socket_address, 0, error))
+  /* The socket is made here rather than by soup_server_listen() so its
+   * backlog holds a burst of clients connecting at once. */
+  socket = g_socket_new (g_inet_address_get_family (address), G_SOCKET_TYPE_STREAM,
+                         G_SOCKET_PROTOCOL_TCP, error);
+  if (socket == NULL)
     return FALSE;
 
-  /* The newest listener comes first. */
-  uris = soup_server_get_uris (self->server);
-  if (uris != NULL)
-    bound_port = g_uri_get_port (uris->data);
-  g_slist_free_full (uris, (GDestroyNotify)g_uri_unref);
+  g_socket_set_listen_backlog (socket, LISTEN_BACKLOG);
+  socket_address = g_inet_socket_address_new (address, port);
+
+  if (!g_socket_bind (socket, socket_address, TRUE, error) ||
+      !g_socket_listen (socket, error) ||
+      !(bound = g_socket_get_local_address (socket, error)))
+    return FALSE;
+
+  /* Only ever a loopback address, whatever the caller asked. */
+  if (!g_inet_address_get_is_loopback (g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (bound))))
+    {
+      g_set_error_literal (error, KAGED_API_ERROR, KAGED_API_ERROR_NOT_LOOPBACK,
+                           _("The API only listens on this computer"));
+      return FALSE;
+    }
+
+  if (!soup_server_listen_socket (ensure_server (self), socket, 0, error))
+    return FALSE;
+
+  bound_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
 
   host = g_inet_address_to_string (address);
   if (g_inet_address_get_family (address) == G_SOCKET_FAMILY_IPV6)

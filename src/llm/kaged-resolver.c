@@ -56,6 +56,15 @@ enum {
 
 static GParamSpec *properties [N_PROPS];
 
+/* The profile's name for messages (an unnamed profile has none). */
+static const char *
+display_name (KagedProfile *profile)
+{
+  const char *name = kaged_profile_get_name (profile);
+
+  return name != NULL ? name : "";
+}
+
 static char *
 key_from_env (KagedProfile *profile)
 {
@@ -69,7 +78,7 @@ key_from_env (KagedProfile *profile)
   if (value == NULL || value[0] == '\0')
     {
       g_debug ("Profile “%s”: the environment variable %s is not set",
-               kaged_profile_get_name (profile), name);
+               display_name (profile), name);
       return NULL;
     }
 
@@ -100,7 +109,7 @@ check_profile (KagedProfile  *profile,
       g_propagate_error (error,
                          kaged_provider_error_new (KAGED_RETRY_CLASS_INVALID_REQUEST,
                                                    _("The profile “%s” names no model"),
-                                                   kaged_profile_get_name (profile)));
+                                                   display_name (profile)));
       return FALSE;
     }
 
@@ -113,7 +122,7 @@ check_profile (KagedProfile  *profile,
       g_propagate_error (error,
                          kaged_provider_error_new (KAGED_RETRY_CLASS_INVALID_REQUEST,
                                                    _("The address “%s” of the profile “%s” is not an HTTP or HTTPS URL"),
-                                                   base_url, kaged_profile_get_name (profile)));
+                                                   base_url, display_name (profile)));
       return FALSE;
     }
 
@@ -142,12 +151,12 @@ build_provider (KagedResolver  *self,
       if (env != NULL && env[0] != '\0')
         local_error = kaged_provider_error_new (KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED,
                                                 _("No API key for the profile “%s”: set the environment variable %s or store a key in Preferences"),
-                                                kaged_profile_get_name (profile), env);
+                                                display_name (profile), env);
       else
         local_error = kaged_provider_error_new (KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED,
                                                 _("No API key for the profile “%s”: store a key in Preferences"),
-                                                kaged_profile_get_name (profile));
-      g_debug ("Profile “%s”: no key found", kaged_profile_get_name (profile));
+                                                display_name (profile));
+      g_debug ("Profile “%s”: no key found", display_name (profile));
       g_propagate_error (error, local_error);
       return NULL;
     }
@@ -177,7 +186,7 @@ build_provider (KagedResolver  *self,
                         NULL);
 
   g_debug ("Profile “%s”: %s at %s, model %s, %s",
-           kaged_profile_get_name (profile), g_type_name (type), base_url,
+           display_name (profile), g_type_name (type), base_url,
            kaged_profile_get_model (profile), key != NULL ? "with a key" : "without a key");
 
   return kaged_retry_provider_new (KAGED_PROVIDER (inner), self->clock, self->random);

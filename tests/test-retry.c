@@ -1081,6 +1081,44 @@ test_http_cancel_during_call (Fixture       *fixture,
   g_assert_cmpuint (n_attempts (fixture), ==, 1);
 }
 
+static void
+test_http_timeouts (Fixture       *fixture,
+                    gconstpointer  user_data)
+{
+  g_autoptr(KagedProvider) inner = NULL;
+  g_autofree char *url = NULL;
+
+  /* No headers in time, then silence after the role chunk (no text yet),
+   * then a reply: two timeouts of the open call, both retried. */
+  use_server (fixture, "openai",
+              "[{\"kind\": \"openai\", \"text\": \"late\", \"headers_delay_ms\": 5000},"
+              " {\"kind\": \"openai\", \"text\": \"stuck\", \"hang_after_chunks\": 1},"
+              " {\"kind\": \"openai\", \"text\": \"Hello there\"}]");
+  url = kaged_fake_server_get_url (fixture->server);
+  inner = g_object_new (KAGED_TYPE_OPENAI_PROVIDER,
+                        "session", fixture->session,
+                        "base-url", url,
+                        "model", "test-model",
+                        "clock", fixture->clock,
+                        "first-byte-timeout-ms", 100,
+                        "idle-timeout-ms", 100,
+                        NULL);
+  g_clear_object (&fixture->retry);
+  fixture->retry = kaged_retry_provider_new (inner, fixture->clock, fixture->random);
+
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_no_error (fixture->error);
+  g_assert_cmpstr (fixture->text->str, ==, "Hello there");
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 3);
+  g_assert_cmpuint (n_attempts (fixture), ==, 3);
+  g_assert_cmpint (get_attempt (fixture, 0)->retry_class, ==, KAGED_RETRY_CLASS_TIMEOUT);
+  g_assert_cmpint (get_attempt (fixture, 1)->retry_class, ==, KAGED_RETRY_CLASS_TIMEOUT);
+  g_assert_cmpstr (get_attempt (fixture, 1)->wait_source, ==, "backoff");
+  g_assert_cmpuint (get_attempt (fixture, 2)->http_status, ==, 200);
+}
+
 typedef struct
 {
   const char      *file;
@@ -1176,6 +1214,7 @@ main (int   argc,
   ADD ("http/cancel-during-backoff", test_http_cancel_during_backoff);
   ADD ("http/cancel-during-call", test_http_cancel_during_call);
   ADD ("http/example-scenarios", test_http_example_scenarios);
+  ADD ("http/timeouts", test_http_timeouts);
 
 #undef ADD
 

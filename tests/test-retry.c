@@ -572,6 +572,25 @@ test_long_wait_after_backoff (Fixture       *fixture,
 }
 
 static void
+test_provider_until_kept (Fixture       *fixture,
+                          gconstpointer  user_data)
+{
+  GError *error = http_error (KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429);
+
+  /* The quota resets in 50 minutes; the header only speaks of a minute. */
+  kaged_provider_error_set_retry_after_until (error, WALL_START_MS + 50 * 60 * 1000);
+  kaged_provider_error_set_server_wait (error, 60000, "retry-after");
+  test_provider_add (fixture->inner, error, NULL);
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_error (fixture->error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_QUOTA_SCHEDULED);
+  g_assert_cmpuint (fixture->inner->n_calls, ==, 1);
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (fixture->error), ==,
+                   WALL_START_MS + 50 * 60 * 1000);
+}
+
+static void
 test_no_retry_after_first_delta (Fixture       *fixture,
                                  gconstpointer  user_data)
 {
@@ -1200,6 +1219,7 @@ main (int   argc,
   ADD ("server-wait/at-window", test_server_wait_at_window);
   ADD ("server-wait/beyond-window", test_server_wait_beyond_window);
   ADD ("server-wait/long-after-backoff", test_long_wait_after_backoff);
+  ADD ("server-wait/provider-until-kept", test_provider_until_kept);
   ADD ("first-delta", test_no_retry_after_first_delta);
   ADD ("cancel/during-backoff", test_cancel_during_backoff);
   ADD ("cancel/during-call", test_cancel_during_call);

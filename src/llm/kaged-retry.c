@@ -136,7 +136,9 @@ return_final_error (GTask  *task,
     {
       gint64 now = kaged_clock_get_wall_ms (self->clock);
 
-      kaged_provider_error_set_retry_after_until (error, now + server_wait);
+      /* A time the provider set itself (a quota's reset) is kept. */
+      if (kaged_provider_error_get_retry_after_until (error) <= 0)
+        kaged_provider_error_set_retry_after_until (error, now + server_wait);
       log_attempt (self, state, error, 0, source);
     }
   else

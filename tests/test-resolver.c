@@ -512,6 +512,43 @@ test_key_never_logged (Fixture       *fixture,
 }
 
 static void
+test_secret_keyring_unavailable (void)
+{
+  g_autoptr(GTestDBus) bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_autoptr(KagedKeyring) keyring = NULL;
+  g_autoptr(KagedResolver) resolver = NULL;
+  g_autoptr(KagedProfile) profile = NULL;
+  g_autoptr(KagedProvider) provider = NULL;
+  g_autoptr(GError) error = NULL;
+  char *key;
+
+  /* A session bus with no keyring on it, as on a bare system: asking
+   * fails at once instead of hanging, and a needed key is unresolved. */
+  g_test_dbus_up (bus);
+
+  keyring = kaged_secret_keyring_new ();
+  key = kaged_keyring_lookup (keyring, "claude", NULL, &error);
+  g_assert_null (key);
+  g_assert_nonnull (error);
+  g_clear_error (&error);
+
+  g_assert_false (kaged_keyring_store (keyring, "claude", SECRET_KEY, NULL, &error));
+  g_assert_nonnull (error);
+  g_assert_null (strstr (error->message, SECRET_KEY));
+  g_clear_error (&error);
+
+  resolver = kaged_resolver_new (NULL, keyring);
+  profile = kaged_profile_new ("claude", KAGED_PROVIDER_KIND_ANTHROPIC, "http://127.0.0.1:9", "claude-test");
+  provider = kaged_resolver_resolve (resolver, profile, NULL, &error);
+  g_assert_null (provider);
+  g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED);
+
+  g_clear_object (&resolver);
+  g_clear_object (&keyring);
+  g_test_dbus_down (bus);
+}
+
+static void
 test_url_is_local (void)
 {
   g_assert_true (kaged_url_is_local ("http://127.0.0.1:11434"));
@@ -587,6 +624,7 @@ main (int   argc,
   g_test_add_func ("/resolver/url-is-local", test_url_is_local);
   g_test_add_func ("/resolver/profile-defaults", test_profile_defaults);
   g_test_add_func ("/resolver/memory-keyring", test_memory_keyring);
+  g_test_add_func ("/resolver/secret-keyring-unavailable", test_secret_keyring_unavailable);
   ADD ("kinds", test_kinds);
   ADD ("credentials-unresolved", test_credentials_unresolved);
   ADD ("resolve-async", test_resolve_async);

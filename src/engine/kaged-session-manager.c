@@ -162,6 +162,17 @@ run_state_free (RunState *state)
   g_free (state);
 }
 
+/* Frees a detached state whose provider call has ended. The manager stays
+ * alive until the state is out of its list, even if the state held the
+ * last reference. */
+static void
+run_state_release (RunState *state)
+{
+  g_autoptr(KagedSessionManager) self = g_object_ref (state->manager);
+
+  g_ptr_array_remove_fast (self->detached, state);
+}
+
 static void
 emit_session_changed (KagedSessionManager *self,
                       gint64               session_id)
@@ -630,7 +641,7 @@ compaction_done_cb (GObject      *object,
   if (state->finished)
     {
       compaction_free (compaction);
-      g_ptr_array_remove_fast (self->detached, state);
+      run_state_release (state);
       return;
     }
 
@@ -800,7 +811,6 @@ chat_done_cb (GObject      *object,
               gpointer      user_data)
 {
   RunState *state = user_data;
-  KagedSessionManager *self = state->manager;
   g_autoptr(GError) error = NULL;
 
   kaged_provider_chat_finish (KAGED_PROVIDER (object), result, &error);
@@ -809,7 +819,7 @@ chat_done_cb (GObject      *object,
   if (state->finished)
     {
       /* Cancelled and recorded already: only the memory is left. */
-      g_ptr_array_remove_fast (self->detached, state);
+      run_state_release (state);
       return;
     }
 
@@ -859,7 +869,6 @@ resolved_cb (GObject      *object,
              gpointer      user_data)
 {
   RunState *state = user_data;
-  KagedSessionManager *self = state->manager;
   g_autoptr(GError) error = NULL;
 
   state->provider = kaged_resolver_resolve_finish (KAGED_RESOLVER (object), result, &error);
@@ -867,7 +876,7 @@ resolved_cb (GObject      *object,
 
   if (state->finished)
     {
-      g_ptr_array_remove_fast (self->detached, state);
+      run_state_release (state);
       return;
     }
 

@@ -1,0 +1,352 @@
+/* test-retry-coordinator.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "kaged-fake-server.h"
+#include "kaged-http.h"
+#include "kaged-keyring.h"
+#include "kaged-retry-coordinator.h"
+
+/* A network monitor that is always up, so tests do not depend on the
+ * machine's. */
+#define TEST_TYPE_MONITOR (test_monitor_get_type ())
+G_DECLARE_FINAL_TYPE (TestMonitor, test_monitor, TEST, MONITOR, GObject)
+
+struct _TestMonitor
+{
+  GObject parent_instance;
+};
+
+static void test_monitor_iface_init (GNetworkMonitorInterface *iface);
+
+static gboolean
+test_monitor_initable_init (GInitable     *initable,
+                            GCancellable  *cancellable,
+                            GError       **error)
+{
+  return TRUE;
+}
+
+static void
+test_monitor_initable_iface_init (GInitableIface *iface)
+{
+  iface->init = test_monitor_initable_init;
+}
+
+G_DEFINE_FINAL_TYPE_WITH_CODE (TestMonitor, test_monitor, G_TYPE_OBJECT,
+                               G_IMPLEMENT_INTERFACE (G_TYPE_INITABLE,
+                                                      test_monitor_initable_iface_init)
+                               G_IMPLEMENT_INTERFACE (G_TYPE_NETWORK_MONITOR,
+                                                      test_monitor_iface_init))
+
+enum { PROP_0, PROP_AVAILABLE, PROP_METERED, PROP_CONNECTIVITY, PROP_NETWORK_AVAILABLE };
+
+static void
+test_monitor_get_property (GObject    *object,
+                           guint       prop_id,
+                           GValue     *value,
+                           GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_AVAILABLE:
+      g_value_set_boolean (value, TRUE);
+      break;
+
+    case PROP_METERED:
+      g_value_set_boolean (value, FALSE);
+      break;
+
+    case PROP_CONNECTIVITY:
+      g_value_set_enum (value, G_NETWORK_CONNECTIVITY_FULL);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static gboolean
+test_monitor_can_reach (GNetworkMonitor     *monitor,
+                        GSocketConnectable  *connectable,
+                        GCancellable        *cancellable,
+                        GError             **error)
+{
+  return TRUE;
+}
+
+static void
+test_monitor_iface_init (GNetworkMonitorInterface *iface)
+{
+  iface->can_reach = test_monitor_can_reach;
+}
+
+static void
+test_monitor_class_init (TestMonitorClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->get_property = test_monitor_get_property;
+  g_object_class_override_property (object_class, PROP_AVAILABLE, "network-available");
+  g_object_class_override_property (object_class, PROP_METERED, "network-metered");
+  g_object_class_override_property (object_class, PROP_CONNECTIVITY, "connectivity");
+}
+
+static void
+test_monitor_init (TestMonitor *self)
+{
+}
+
+typedef struct
+{
+  char                *dir;
+  char                *db_path;
+  KagedClock          *clock;
+  KagedFakeServer     *server;
+  char                *url;
+  GNetworkMonitor     *monitor;
+} Fixture;
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+
+  fixture->dir = g_dir_make_tmp ("kaged-coordinator-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
+  fixture->clock = kaged_fake_clock_new (1764400000000);
+  fixture->monitor = g_object_new (TEST_TYPE_MONITOR, NULL);
+
+  /* Overloaded and told not to retry at once: Tier 1 hands over at once. */
+  fixture->server = kaged_fake_server_new (
+    "[{\"status\": 529, \"headers\": {\"x-should-retry\": \"false\"}, "
+    "  \"body\": {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", "
+    "  \"message\": \"Overloaded\"}}},"
+    " {\"kind\": \"openai\", \"text\": \"Back again\"}]", &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (fixture->server, 0, &error);
+  g_assert_no_error (error);
+  fixture->url = kaged_fake_server_get_url (fixture->server);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *wal = g_strconcat (fixture->db_path, "-wal", NULL);
+  g_autofree char *shm = g_strconcat (fixture->db_path, "-shm", NULL);
+
+  g_clear_object (&fixture->server);
+  g_clear_object (&fixture->clock);
+  g_clear_object (&fixture->monitor);
+  g_clear_pointer (&fixture->url, g_free);
+  g_unlink (wal);
+  g_unlink (shm);
+  g_unlink (fixture->db_path);
+  g_rmdir (fixture->dir);
+  g_clear_pointer (&fixture->db_path, g_free);
+  g_clear_pointer (&fixture->dir, g_free);
+}
+
+static KagedSessionManager *
+make_manager (Fixture     *fixture,
+              KagedStore  *store)
+{
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedRandom) random = kaged_random_new_with_seed (3);
+  g_autoptr(KagedResolver) resolver = NULL;
+  g_autoptr(KagedProfile) profile = NULL;
+  KagedSessionManager *manager;
+
+  resolver = kaged_resolver_new_full (kaged_http_get_default_session (), keyring,
+                                      fixture->clock, random);
+  profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, fixture->url, "test-model");
+  manager = kaged_session_manager_new (store, fixture->clock);
+  kaged_session_manager_set_model (manager, resolver, profile);
+
+  return manager;
+}
+
+static gboolean
+scheduler_in_state (KagedRetryScheduler      *scheduler,
+                    KagedRetrySchedulerState  state)
+{
+  for (guint i = 0; i < 2000 && kaged_retry_scheduler_get_state (scheduler) != state; i++)
+    g_main_context_iteration (NULL, TRUE);
+
+  return kaged_retry_scheduler_get_state (scheduler) == state;
+}
+
+static void
+test_failure_arms_and_post_disarms (Fixture       *fixture,
+                                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  KagedRetryScheduler *scheduler;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Retries", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  g_assert_cmpuint (kaged_retry_scheduler_get_attempt (scheduler), ==, 1);
+  g_assert_cmpint (kaged_retry_scheduler_get_anchor_id (scheduler), ==, receipt->message_id);
+  g_assert_cmpint (kaged_retry_scheduler_get_retry_class (scheduler), ==,
+                   KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (scheduler), ==, 2);
+
+  /* A new message from the operator stands the retry down. */
+  second = kaged_session_manager_post (manager, kaged_session_get_id (session), "Anyone?", &error);
+  g_assert_no_error (error);
+  g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+
+  kaged_session_manager_shutdown (manager);
+}
+
+static void
+test_expiry_regenerates (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) latest = NULL;
+  g_autoptr(GPtrArray) versions = NULL;
+  KagedRetryScheduler *scheduler;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Retries", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+
+  /* Two seconds later the reply is regenerated from the same message. */
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_IDLE));
+
+  latest = kaged_session_manager_get_latest_run (manager, kaged_session_get_id (session), &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_run_get_anchor_id (latest), ==, receipt->message_id);
+  g_assert_cmpint (kaged_run_get_status (latest), ==, KAGED_RUN_STATUS_SUCCEEDED);
+
+  versions = kaged_session_manager_list_versions (manager, kaged_session_get_id (session),
+                                                  receipt->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 2);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (versions, 1)), ==, "Back again");
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+}
+
+static void
+test_restart_resumes (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  gint64 session_id;
+  gint64 anchor_id;
+
+  {
+    g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+    g_autoptr(KagedSessionManager) manager = NULL;
+    g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+    g_autoptr(KagedSession) session = NULL;
+    g_autoptr(KagedReceipt) receipt = NULL;
+    KagedRetryScheduler *scheduler;
+
+    g_assert_no_error (error);
+    manager = make_manager (fixture, store);
+    coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+    session = kaged_session_manager_create_session (manager, "Retries", &error);
+    g_assert_no_error (error);
+    session_id = kaged_session_get_id (session);
+
+    receipt = kaged_session_manager_post (manager, session_id, "Hello", &error);
+    g_assert_no_error (error);
+    anchor_id = receipt->message_id;
+    scheduler = kaged_retry_coordinator_get_scheduler (coordinator, session_id);
+    g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  }
+
+  /* The program starts again: the armed retry is there without a run. */
+  {
+    g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+    g_autoptr(KagedSessionManager) manager = NULL;
+    g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+    KagedRetryScheduler *scheduler;
+
+    g_assert_no_error (error);
+    manager = make_manager (fixture, store);
+    coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+
+    scheduler = kaged_retry_coordinator_lookup_scheduler (coordinator, session_id);
+    g_assert_nonnull (scheduler);
+    g_assert_true (kaged_retry_scheduler_is_pending (scheduler));
+    g_assert_cmpint (kaged_retry_scheduler_get_anchor_id (scheduler), ==, anchor_id);
+
+    /* Cancelled now, it stays cancelled across the next start. */
+    g_assert_true (kaged_retry_scheduler_cancel (scheduler));
+  }
+
+  {
+    g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+    g_autoptr(KagedSessionManager) manager = NULL;
+    g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+    KagedRetryScheduler *scheduler;
+
+    g_assert_no_error (error);
+    manager = make_manager (fixture, store);
+    coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+
+    scheduler = kaged_retry_coordinator_get_scheduler (coordinator, session_id);
+    g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+    kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 600000);
+    for (guint i = 0; i < 50; i++)
+      g_main_context_iteration (NULL, FALSE);
+    g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+  }
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add ("/retry-coordinator/failure-arms-post-disarms", Fixture, NULL,
+              fixture_set_up, test_failure_arms_and_post_disarms, fixture_tear_down);
+  g_test_add ("/retry-coordinator/expiry-regenerates", Fixture, NULL,
+              fixture_set_up, test_expiry_regenerates, fixture_tear_down);
+  g_test_add ("/retry-coordinator/restart-resumes", Fixture, NULL,
+              fixture_set_up, test_restart_resumes, fixture_tear_down);
+
+  return g_test_run ();
+}

@@ -1423,27 +1423,44 @@ test_bad_requests (Fixture       *fixture,
       g_assert_cmpstr (soup_message_headers_get_one (response->headers, "Allow"), ==, "POST");
     }
 
-    /* Regenerating from a superseded message is a conflict too: supersede
-     * the reply by regenerating, then try from the old reply's anchor
-     * chain — the superseded agent reply. */
+    /* None of that changed anything. */
+    after = snapshot (fixture);
+    g_assert_cmpstr (before, ==, after);
+
+    /* Regenerating from a superseded operator message is a conflict too:
+     * post a second message, then regenerate from the first, which
+     * supersedes the second and its reply. */
     {
-      g_autoptr(Response) regenerated = request (fixture, "POST", regenerate_get, NULL);
-      g_autoptr(Response) from_old = NULL;
-      g_autoptr(JsonObject) new_run = NULL;
+      g_autoptr(JsonObject) second = post_message (fixture, session_id, "And another thing");
+      g_autoptr(Response) regenerated = NULL;
+      g_autoptr(Response) from_superseded = NULL;
+      g_autofree char *regenerate_second = NULL;
+      JsonArray *superseded;
       gint64 new_run_id;
 
+      wait_event (events, "run.finished", json_object_get_int_member (second, "run_id"));
+
+      regenerated = request (fixture, "POST", regenerate_get, NULL);
       g_assert_cmpuint (regenerated->status, ==, SOUP_STATUS_ACCEPTED);
+      superseded = json_object_get_array_member (response_object (regenerated),
+                                                 "superseded_message_ids");
+      g_assert_cmpuint (json_array_get_length (superseded), ==, 3);
+      g_assert_cmpint (json_array_get_int_element (superseded, 1), ==,
+                       json_object_get_int_member (second, "message_id"));
       new_run_id = json_object_get_int_member (response_object (regenerated), "run_id");
       wait_event (events, "run.finished", new_run_id);
 
       g_clear_pointer (&before, g_free);
       before = snapshot (fixture);
 
-      from_old = request (fixture, "POST", regenerate_reply, NULL);
-      assert_error (from_old, SOUP_STATUS_CONFLICT, "invalid_anchor");
+      regenerate_second = g_strdup_printf ("%s/messages/%" G_GINT64_FORMAT "/regenerate", s,
+                                           json_object_get_int_member (second, "message_id"));
+      from_superseded = request (fixture, "POST", regenerate_second, NULL);
+      assert_error (from_superseded, SOUP_STATUS_CONFLICT, "invalid_anchor");
     }
   }
 
+  g_clear_pointer (&after, g_free);
   after = snapshot (fixture);
   g_assert_cmpstr (before, ==, after);
 }

@@ -570,14 +570,24 @@ split_text (const char *text,
   if (len == 0)
     return parts;
 
+  /* One walk through the text: long streams split in linear time. */
   n = CLAMP (n, 1, (guint)len);
-  for (guint i = 0; i < n; i++)
-    {
-      const char *begin = g_utf8_offset_to_pointer (text, len * i / n);
-      const char *end = g_utf8_offset_to_pointer (text, len * (i + 1) / n);
+  {
+    const char *begin = text;
+    const char *end = text;
+    glong offset = 0;
 
-      g_ptr_array_add (parts, g_strndup (begin, end - begin));
-    }
+    for (guint i = 0; i < n; i++)
+      {
+        glong stop = len * (i + 1) / n;
+
+        for (; offset < stop; offset++)
+          end = g_utf8_next_char (end);
+
+        g_ptr_array_add (parts, g_strndup (begin, end - begin));
+        begin = end;
+      }
+  }
 
   return parts;
 }
@@ -1165,6 +1175,8 @@ job_start_response (Job *job)
   if (job->content_type != NULL)
     soup_message_headers_replace (response_headers, "Content-Type", job->content_type);
   soup_message_headers_set_encoding (response_headers, SOUP_ENCODING_CHUNKED);
+  /* Written chunks are dropped, not kept for the whole stream. */
+  soup_message_body_set_accumulate (soup_server_message_get_response_body (job->msg), FALSE);
   job_unpause (job);
   job_next (job);
 }

@@ -678,6 +678,18 @@ request_got_chunk_cb (SoupServerMessage *msg,
     }
 }
 
+/* Answers before the body is read; the body that still comes is read and
+ * dropped, never kept. */
+static void
+refuse_early (SoupServerMessage *msg,
+              guint              status,
+              const char        *code,
+              const char        *message)
+{
+  soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
+  respond_error (msg, status, code, message);
+}
+
 /* Runs once the headers are in, before the body is read. */
 static void
 early_handler_cb (SoupServer        *server,
@@ -695,14 +707,14 @@ early_handler_cb (SoupServer        *server,
       ((fetch_site = soup_message_headers_get_one (headers, "Sec-Fetch-Site")) != NULL &&
        !g_str_equal (fetch_site, "none")))
     {
-      respond_error (msg, SOUP_STATUS_FORBIDDEN, "forbidden_origin",
+      refuse_early (msg, SOUP_STATUS_FORBIDDEN, "forbidden_origin",
                      _("Requests from web pages are not accepted"));
       return;
     }
 
   if (!host_is_loopback (soup_message_headers_get_one (headers, "Host")))
     {
-      respond_error (msg, SOUP_STATUS_FORBIDDEN, "forbidden_host",
+      refuse_early (msg, SOUP_STATUS_FORBIDDEN, "forbidden_host",
                      _("Requests must name this computer as their host"));
       return;
     }
@@ -711,7 +723,7 @@ early_handler_cb (SoupServer        *server,
     {
       soup_message_headers_replace (soup_server_message_get_response_headers (msg),
                                     "WWW-Authenticate", "Bearer realm=\"kaged\"");
-      respond_error (msg, SOUP_STATUS_UNAUTHORIZED, "unauthorized",
+      refuse_early (msg, SOUP_STATUS_UNAUTHORIZED, "unauthorized",
                      _("A valid bearer token is needed"));
       return;
     }
@@ -723,10 +735,9 @@ early_handler_cb (SoupServer        *server,
       g_autofree char *limit = g_format_size (self->max_body_size);
       g_autofree char *message = g_strdup_printf (_("The request body is larger than %s"), limit);
 
-      soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
       soup_message_headers_replace (soup_server_message_get_response_headers (msg),
                                     "Connection", "close");
-      respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "payload_too_large", message);
+      refuse_early (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "payload_too_large", message);
       return;
     }
 

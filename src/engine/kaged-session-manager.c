@@ -70,8 +70,8 @@ struct _RunState
   GPtrArray           *context;   /* KagedMessage sent to the model */
   gulong               delta_id;
   gulong               attempt_id;
-  guint                delta_source;
-  guint                flush_source;
+  GSource             *delta_source;
+  GSource             *flush_source;
   guint                dirty : 1;
   guint                compacted : 1;
   guint                cancel_requested : 1;
@@ -113,6 +113,33 @@ now_ms (KagedSessionManager *self)
   return kaged_clock_get_wall_ms (self->clock);
 }
 
+/* Timeouts live on the context the manager runs on, which need not be the
+ * global default one. */
+static GSource *
+add_timeout (KagedSessionManager *self,
+             guint64              delay_ms,
+             GSourceFunc          func,
+             gpointer             user_data)
+{
+  GSource *source = kaged_clock_timeout_source_new (self->clock, delay_ms);
+
+  g_source_set_callback (source, func, user_data, NULL);
+  g_source_set_static_name (source, "[kaged] run timeout");
+  g_source_attach (source, g_main_context_get_thread_default ());
+
+  return source;
+}
+
+static void
+clear_timeout (GSource **source)
+{
+  if (*source == NULL)
+    return;
+
+  g_source_destroy (*source);
+  g_clear_pointer (source, g_source_unref);
+}
+
 static void
 session_state_free (SessionState *session)
 {
@@ -141,8 +168,8 @@ get_session_state (KagedSessionManager *self,
 static void
 run_state_free (RunState *state)
 {
-  g_clear_handle_id (&state->delta_source, g_source_remove);
-  g_clear_handle_id (&state->flush_source, g_source_remove);
+  clear_timeout (&state->delta_source);
+  clear_timeout (&state->flush_source);
   if (state->chat != NULL)
     {
       g_clear_signal_handler (&state->delta_id, state->chat);
@@ -208,7 +235,7 @@ run_state_announce (RunState *state)
 {
   g_autofree char *text = NULL;
 
-  g_clear_handle_id (&state->delta_source, g_source_remove);
+  clear_timeout (&state->delta_source);
 
   if (state->pending->len == 0 || state->message == NULL)
     return;
@@ -228,7 +255,7 @@ run_state_announce_cb (gpointer user_data)
 {
   RunState *state = user_data;
 
-  state->delta_source = 0;
+  g_clear_pointer (&state->delta_source, g_source_unref);
   run_state_announce (state);
 
   return G_SOURCE_REMOVE;
@@ -239,7 +266,7 @@ run_state_flush (RunState *state)
 {
   g_autoptr(GError) error = NULL;
 
-  g_clear_handle_id (&state->flush_source, g_source_remove);
+  clear_timeout (&state->flush_source);
 
   if (!state->dirty || state->message == NULL)
     return;
@@ -255,7 +282,7 @@ run_state_flush_cb (gpointer user_data)
 {
   RunState *state = user_data;
 
-  state->flush_source = 0;
+  g_clear_pointer (&state->flush_source, g_source_unref);
   run_state_flush (state);
 
   return G_SOURCE_REMOVE;
@@ -276,12 +303,10 @@ chat_delta_cb (KagedChat      *chat,
   g_string_append (state->pending, text);
   state->dirty = TRUE;
 
-  if (state->delta_source == 0)
-    state->delta_source = kaged_clock_timeout_add (self->clock, DELTA_INTERVAL_MS,
-                                                   run_state_announce_cb, state, NULL);
-  if (state->flush_source == 0)
-    state->flush_source = kaged_clock_timeout_add (self->clock, FLUSH_INTERVAL_MS,
-                                                   run_state_flush_cb, state, NULL);
+  if (state->delta_source == NULL)
+    state->delta_source = add_timeout (self, DELTA_INTERVAL_MS, run_state_announce_cb, state);
+  if (state->flush_source == NULL)
+    state->flush_source = add_timeout (self, FLUSH_INTERVAL_MS, run_state_flush_cb, state);
 }
 
 static void
@@ -423,8 +448,8 @@ run_state_finish (RunState     *state,
       apply_classification (state->run, state->message, error);
     }
 
-  g_clear_handle_id (&state->delta_source, g_source_remove);
-  g_clear_handle_id (&state->flush_source, g_source_remove);
+  clear_timeout (&state->delta_source);
+  clear_timeout (&state->flush_source);
 
   if (state->chat != NULL)
     {

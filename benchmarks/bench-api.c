@@ -25,6 +25,7 @@
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
 #include "kaged-keyring.h"
+#include "kaged-process.h"
 #include "kaged-session-manager.h"
 
 #define N_REQUESTS    1000
@@ -376,6 +377,9 @@ main (int   argc,
   guint timeout_id;
   double seconds;
   double p50, p90, p99, max;
+
+  /* As kaged's main() does. */
+  kaged_process_tune_allocator ();
 
   bench.dir = g_dir_make_tmp ("kaged-bench-api-XXXXXX", &error);
   g_assert_no_error (error);

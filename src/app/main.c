@@ -11,12 +11,15 @@
 
 #include "kaged-application.h"
 #include "kaged-headless.h"
+#include "kaged-process.h"
 
 int
 main (int   argc,
       char *argv[])
 {
   g_autoptr(KagedApplication) app = NULL;
+
+  kaged_process_tune_allocator ();
 
   setlocale (LC_ALL, "");
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);

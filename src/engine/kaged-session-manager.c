@@ -34,6 +34,10 @@ struct _KagedSessionManager
 
   KagedResolver        *resolver;
   KagedProfile         *profile;
+  /* The profile's provider, resolved once (always behind Tier 1) */
+  KagedProvider        *provider;
+  /* The profile the pending resolution is for */
+  KagedProfile         *resolving;
 
   KagedSpendLimit       spend;
 
@@ -894,6 +898,7 @@ resolved_cb (GObject      *object,
              gpointer      user_data)
 {
   RunState *state = user_data;
+  KagedSessionManager *self;
   g_autoptr(GError) error = NULL;
 
   state->provider = kaged_resolver_resolve_finish (KAGED_RESOLVER (object), result, &error);
@@ -910,6 +915,11 @@ resolved_cb (GObject      *object,
       run_state_finish (state, error);
       return;
     }
+
+  /* Later runs reuse it, unless the profile changed meanwhile. */
+  self = state->manager;
+  if (self->provider == NULL && self->resolving == self->profile)
+    self->provider = g_object_ref (state->provider);
 
   run_state_open_chat (state);
 }
@@ -944,7 +954,15 @@ run_state_start (RunState *state)
       return;
     }
 
+  if (self->provider != NULL)
+    {
+      state->provider = g_object_ref (self->provider);
+      run_state_open_chat (state);
+      return;
+    }
+
   /* The resolver wraps every provider in the Tier 1 retry. */
+  self->resolving = self->profile;
   state->call_pending = TRUE;
   kaged_resolver_resolve_async (self->resolver, self->profile, state->cancellable,
                                 resolved_cb, state);
@@ -1063,6 +1081,7 @@ kaged_session_manager_finalize (GObject *object)
   g_clear_pointer (&self->detached, g_ptr_array_unref);
   g_clear_object (&self->resolver);
   g_clear_object (&self->profile);
+  g_clear_object (&self->provider);
   g_clear_object (&self->store);
   g_clear_object (&self->clock);
   g_clear_pointer (&self->system_prompt, g_free);
@@ -1295,6 +1314,8 @@ kaged_session_manager_set_model (KagedSessionManager *self,
 
   g_set_object (&self->resolver, resolver);
   g_set_object (&self->profile, profile);
+  g_clear_object (&self->provider);
+  self->resolving = NULL;
 }
 
 /**

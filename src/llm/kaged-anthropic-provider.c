@@ -7,12 +7,9 @@
 
 #include "config.h"
 
-#include <glib/gi18n.h>
 #include <string.h>
 
 #include "kaged-anthropic-provider.h"
-#include "kaged-classify.h"
-#include "kaged-sse-parser.h"
 
 #define ANTHROPIC_VERSION  "2023-06-01"
 #define DEFAULT_MAX_TOKENS 4096
@@ -28,19 +25,16 @@
  */
 struct _KagedAnthropicProvider
 {
-  GObject         parent_instance;
+  KagedHttpProvider parent_instance;
 
-  KagedHttpConfig config;
-  guint           max_tokens;
+  guint             max_tokens;
 };
 
-static void provider_iface_init (KagedProviderInterface *iface);
-
-G_DEFINE_FINAL_TYPE_WITH_CODE (KagedAnthropicProvider, kaged_anthropic_provider, G_TYPE_OBJECT,
-                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_PROVIDER, provider_iface_init))
+G_DEFINE_FINAL_TYPE (KagedAnthropicProvider, kaged_anthropic_provider, KAGED_TYPE_HTTP_PROVIDER)
 
 enum {
-  PROP_MAX_TOKENS = KAGED_HTTP_N_PROPS,
+  PROP_0,
+  PROP_MAX_TOKENS,
   N_PROPS
 };
 
@@ -49,11 +43,8 @@ static GParamSpec *properties [N_PROPS];
 typedef struct
 {
   KagedStreamDecoder  parent;
-  KagedSseParser     *sse;
-  JsonParser         *json;
   gint64              input_tokens;
   gint64              output_tokens;
-  guint               saw_stop_reason : 1;
 } Decoder;
 
 static void
@@ -81,7 +72,7 @@ on_event (const KagedSseEvent  *event,
   if (self->parent.done)
     return TRUE;
 
-  root = kaged_json_parse_object (self->json, event->data, event->data_len, error);
+  root = kaged_stream_decoder_parse (&self->parent, event->data, event->data_len, error);
   if (root == NULL)
     return FALSE;
 
@@ -128,7 +119,7 @@ on_event (const KagedSseEvent  *event,
       if (stop_reason != NULL)
         {
           kaged_chat_set_finish_reason (chat, stop_reason);
-          self->saw_stop_reason = TRUE;
+          self->parent.stopped = TRUE;
         }
       take_usage (self, kaged_json_get_object (root, "usage"));
     }
@@ -141,54 +132,15 @@ on_event (const KagedSseEvent  *event,
       JsonObject *details = kaged_json_get_object (root, "error");
 
       g_propagate_error (error,
-                         kaged_classify_stream_error (kaged_json_get_string (details, "type"),
-                                                      NULL,
-                                                      kaged_json_get_string (details, "message"),
-                                                      self->parent.headers,
-                                                      kaged_stream_decoder_now (&self->parent)));
+                         kaged_stream_decoder_error (&self->parent,
+                                                     kaged_json_get_string (details, "type"),
+                                                     NULL,
+                                                     kaged_json_get_string (details, "message")));
       return FALSE;
     }
 
   /* ping, content_block_stop and anything newer: nothing to do. */
   return TRUE;
-}
-
-static gboolean
-decoder_feed (KagedStreamDecoder  *decoder,
-              const char          *data,
-              gsize                len,
-              GError             **error)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  return kaged_sse_parser_feed (self->sse, data, len, error);
-}
-
-static gboolean
-decoder_finish (KagedStreamDecoder  *decoder,
-                GError             **error)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  if (!kaged_sse_parser_finish (self->sse, error))
-    return FALSE;
-
-  /* A stream that said why it stopped only lacks its closing event. */
-  if (self->saw_stop_reason)
-    self->parent.done = TRUE;
-
-  return TRUE;
-}
-
-static void
-decoder_free (KagedStreamDecoder *decoder)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  kaged_sse_parser_free (self->sse);
-  g_clear_object (&self->json);
-  kaged_stream_decoder_clear (decoder);
-  g_free (self);
 }
 
 /**
@@ -204,20 +156,9 @@ kaged_anthropic_decoder_new (KagedChat  *chat,
                              KagedClock *clock,
                              gsize       max_event_size)
 {
-  Decoder *self;
-
   g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
 
-  self = g_new0 (Decoder, 1);
-  kaged_stream_decoder_init (&self->parent, chat, clock);
-  self->parent.feed = decoder_feed;
-  self->parent.finish = decoder_finish;
-  self->parent.free = decoder_free;
-  self->sse = kaged_sse_parser_new (on_event, self);
-  kaged_sse_parser_set_max_size (self->sse, max_event_size);
-  self->json = json_parser_new_immutable ();
-
-  return &self->parent;
+  return kaged_stream_decoder_new_sse (sizeof (Decoder), on_event, chat, clock, max_event_size);
 }
 
 static void
@@ -225,30 +166,21 @@ add_turn (JsonBuilder *builder,
           const char  *role,
           GString     *content)
 {
-  if (role == NULL || content->len == 0)
-    return;
-
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "role");
-  json_builder_add_string_value (builder, role);
-  json_builder_set_member_name (builder, "content");
-  json_builder_add_string_value (builder, content->str);
-  json_builder_end_object (builder);
+  if (role != NULL && content->len > 0)
+    kaged_http_add_message (builder, role, content->str);
 }
 
-static JsonBuilder *
-build_body (KagedAnthropicProvider *self,
-            KagedChat              *chat)
+static void
+kaged_anthropic_provider_add_body (KagedHttpProvider *provider,
+                                   KagedChat         *chat,
+                                   JsonBuilder       *builder)
 {
-  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  KagedAnthropicProvider *self = KAGED_ANTHROPIC_PROVIDER (provider);
   g_autoptr(GString) system = g_string_new (kaged_chat_get_system_prompt (chat));
   g_autoptr(GString) turn = g_string_new (NULL);
   GPtrArray *messages = kaged_chat_get_messages (chat);
   const char *turn_role = NULL;
 
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "model");
-  json_builder_add_string_value (builder, self->config.model != NULL ? self->config.model : "");
   json_builder_set_member_name (builder, "max_tokens");
   json_builder_add_int_value (builder, self->max_tokens);
 
@@ -294,73 +226,16 @@ build_body (KagedAnthropicProvider *self,
 
   json_builder_set_member_name (builder, "stream");
   json_builder_add_boolean_value (builder, TRUE);
-  json_builder_end_object (builder);
-
-  return g_steal_pointer (&builder);
 }
 
 static void
-kaged_anthropic_provider_chat_async (KagedProvider       *provider,
-                                     KagedChat           *chat,
-                                     GCancellable        *cancellable,
-                                     GAsyncReadyCallback  callback,
-                                     gpointer             user_data)
+kaged_anthropic_provider_add_headers (KagedHttpProvider  *provider,
+                                      SoupMessageHeaders *headers,
+                                      const char         *api_key)
 {
-  KagedAnthropicProvider *self = KAGED_ANTHROPIC_PROVIDER (provider);
-  g_autoptr(GTask) task = NULL;
-  g_autoptr(JsonBuilder) body = NULL;
-  g_autoptr(SoupMessage) message = NULL;
-  g_autoptr(GError) error = NULL;
-  SoupMessageHeaders *headers;
-
-  task = g_task_new (self, cancellable, callback, user_data);
-  g_task_set_source_tag (task, kaged_anthropic_provider_chat_async);
-
-  body = build_body (self, chat);
-  message = kaged_http_config_new_message (&self->config, "/v1/messages", body,
-                                           "text/event-stream", &error);
-  if (message == NULL)
-    {
-      g_task_return_error (task, g_steal_pointer (&error));
-      return;
-    }
-
-  headers = soup_message_get_request_headers (message);
   soup_message_headers_replace (headers, "anthropic-version", ANTHROPIC_VERSION);
-  if (self->config.api_key != NULL)
-    soup_message_headers_replace (headers, "x-api-key", self->config.api_key);
-
-  kaged_http_stream (&self->config, message,
-                     kaged_anthropic_decoder_new (chat, self->config.clock, self->config.max_event_size),
-                     g_steal_pointer (&task));
-}
-
-static gboolean
-kaged_anthropic_provider_chat_finish (KagedProvider  *provider,
-                                      GAsyncResult   *result,
-                                      GError        **error)
-{
-  g_return_val_if_fail (g_task_is_valid (result, provider), FALSE);
-  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_anthropic_provider_chat_async, FALSE);
-
-  return g_task_propagate_boolean (G_TASK (result), error);
-}
-
-static void
-provider_iface_init (KagedProviderInterface *iface)
-{
-  iface->chat_async = kaged_anthropic_provider_chat_async;
-  iface->chat_finish = kaged_anthropic_provider_chat_finish;
-}
-
-static void
-kaged_anthropic_provider_finalize (GObject *object)
-{
-  KagedAnthropicProvider *self = (KagedAnthropicProvider *)object;
-
-  kaged_http_config_clear (&self->config);
-
-  G_OBJECT_CLASS (kaged_anthropic_provider_parent_class)->finalize (object);
+  if (api_key != NULL)
+    soup_message_headers_replace (headers, "x-api-key", api_key);
 }
 
 static void
@@ -371,10 +246,15 @@ kaged_anthropic_provider_get_property (GObject    *object,
 {
   KagedAnthropicProvider *self = KAGED_ANTHROPIC_PROVIDER (object);
 
-  if (prop_id == PROP_MAX_TOKENS)
-    g_value_set_uint (value, self->max_tokens);
-  else if (!kaged_http_config_get_property (&self->config, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+  switch (prop_id)
+    {
+    case PROP_MAX_TOKENS:
+      g_value_set_uint (value, self->max_tokens);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
 }
 
 static void
@@ -385,16 +265,17 @@ kaged_anthropic_provider_set_property (GObject      *object,
 {
   KagedAnthropicProvider *self = KAGED_ANTHROPIC_PROVIDER (object);
 
-  if (prop_id == PROP_MAX_TOKENS)
+  switch (prop_id)
     {
+    case PROP_MAX_TOKENS:
       if (self->max_tokens != g_value_get_uint (value))
         {
           self->max_tokens = g_value_get_uint (value);
           g_object_notify_by_pspec (object, pspec);
         }
-    }
-  else if (!kaged_http_config_set_property (&self->config, object, properties, prop_id, value))
-    {
+      break;
+
+    default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
 }
@@ -403,12 +284,16 @@ static void
 kaged_anthropic_provider_class_init (KagedAnthropicProviderClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  KagedHttpProviderClass *http_class = KAGED_HTTP_PROVIDER_CLASS (klass);
 
-  object_class->finalize = kaged_anthropic_provider_finalize;
   object_class->get_property = kaged_anthropic_provider_get_property;
   object_class->set_property = kaged_anthropic_provider_set_property;
 
-  kaged_http_config_install_properties (object_class, properties);
+  http_class->path = "/v1/messages";
+  http_class->accept = "text/event-stream";
+  http_class->add_body = kaged_anthropic_provider_add_body;
+  http_class->add_headers = kaged_anthropic_provider_add_headers;
+  http_class->new_decoder = kaged_anthropic_decoder_new;
 
   /**
    * KagedAnthropicProvider:max-tokens:
@@ -425,7 +310,6 @@ kaged_anthropic_provider_class_init (KagedAnthropicProviderClass *klass)
 static void
 kaged_anthropic_provider_init (KagedAnthropicProvider *self)
 {
-  kaged_http_config_init (&self->config);
   self->max_tokens = DEFAULT_MAX_TOKENS;
 }
 

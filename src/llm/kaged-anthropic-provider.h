@@ -7,14 +7,13 @@
 
 #include <libsoup/soup.h>
 
-#include "kaged-http.h"
-#include "kaged-provider.h"
+#include "kaged-http-provider.h"
 
 G_BEGIN_DECLS
 
 #define KAGED_TYPE_ANTHROPIC_PROVIDER (kaged_anthropic_provider_get_type ())
 
-G_DECLARE_FINAL_TYPE (KagedAnthropicProvider, kaged_anthropic_provider, KAGED, ANTHROPIC_PROVIDER, GObject)
+G_DECLARE_FINAL_TYPE (KagedAnthropicProvider, kaged_anthropic_provider, KAGED, ANTHROPIC_PROVIDER, KagedHttpProvider)
 
 KagedProvider      *kaged_anthropic_provider_new (SoupSession *session,
                                                   const char  *base_url,

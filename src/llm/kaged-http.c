@@ -60,6 +60,7 @@ kaged_http_config_init (KagedHttpConfig *config)
   config->max_event_size = KAGED_STREAM_PARSER_DEFAULT_MAX_SIZE;
 }
 
+/* Overwrites the key before its memory is given back. */
 static void
 forget_key (char **key)
 {
@@ -83,161 +84,28 @@ kaged_http_config_clear (KagedHttpConfig *config)
   forget_key (&config->api_key);
 }
 
-/**
- * kaged_http_config_install_properties:
- * @pspecs: the class's property array; its entries 1 to
- *   %KAGED_HTTP_N_PROPS - 1 are filled and installed
- */
+/* Keeps @base_url without trailing slashes, so paths can be appended. */
 void
-kaged_http_config_install_properties (GObjectClass  *klass,
-                                      GParamSpec   **pspecs)
+kaged_http_config_set_base_url (KagedHttpConfig *config,
+                                const char      *base_url)
 {
-  pspecs [KAGED_HTTP_PROP_SESSION] =
-    g_param_spec_object ("session", NULL, NULL,
-                         SOUP_TYPE_SESSION,
-                         (G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS));
-  pspecs [KAGED_HTTP_PROP_BASE_URL] =
-    g_param_spec_string ("base-url", NULL, NULL,
-                         NULL,
-                         (G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS));
-  pspecs [KAGED_HTTP_PROP_MODEL] =
-    g_param_spec_string ("model", NULL, NULL,
-                         NULL,
-                         (G_PARAM_READWRITE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS));
-  /* Write-only: the key can be given, never read back. */
-  pspecs [KAGED_HTTP_PROP_API_KEY] =
-    g_param_spec_string ("api-key", NULL, NULL,
-                         NULL,
-                         (G_PARAM_WRITABLE | G_PARAM_CONSTRUCT_ONLY | G_PARAM_STATIC_STRINGS));
-  pspecs [KAGED_HTTP_PROP_CLOCK] =
-    g_param_spec_object ("clock", NULL, NULL,
-                         KAGED_TYPE_CLOCK,
-                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
-  pspecs [KAGED_HTTP_PROP_FIRST_BYTE_TIMEOUT_MS] =
-    g_param_spec_uint ("first-byte-timeout-ms", NULL, NULL,
-                       1, G_MAXUINT, KAGED_HTTP_DEFAULT_DEADLINE_MS,
-                       (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
-  pspecs [KAGED_HTTP_PROP_IDLE_TIMEOUT_MS] =
-    g_param_spec_uint ("idle-timeout-ms", NULL, NULL,
-                       1, G_MAXUINT, KAGED_HTTP_DEFAULT_DEADLINE_MS,
-                       (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
-  pspecs [KAGED_HTTP_PROP_MAX_EVENT_SIZE] =
-    g_param_spec_uint64 ("max-event-size", NULL, NULL,
-                         1, G_MAXSIZE, KAGED_STREAM_PARSER_DEFAULT_MAX_SIZE,
-                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+  g_autofree char *url = g_strdup (base_url);
+  gsize len = url != NULL ? strlen (url) : 0;
 
-  for (guint i = KAGED_HTTP_PROP_SESSION; i < KAGED_HTTP_N_PROPS; i++)
-    g_object_class_install_property (klass, i, pspecs [i]);
+  while (len > 0 && url[len - 1] == '/')
+    url[--len] = '\0';
+  g_free (config->base_url);
+  config->base_url = g_steal_pointer (&url);
 }
 
-gboolean
-kaged_http_config_get_property (KagedHttpConfig *config,
-                                guint            prop_id,
-                                GValue          *value)
+/* Wipes the key held before; an empty key is no key. */
+void
+kaged_http_config_set_api_key (KagedHttpConfig *config,
+                               const char      *api_key)
 {
-  switch (prop_id)
-    {
-    case KAGED_HTTP_PROP_SESSION:
-      g_value_set_object (value, config->session);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_BASE_URL:
-      g_value_set_string (value, config->base_url);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_MODEL:
-      g_value_set_string (value, config->model);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_CLOCK:
-      g_value_set_object (value, config->clock);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_FIRST_BYTE_TIMEOUT_MS:
-      g_value_set_uint (value, config->first_byte_timeout_ms);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_IDLE_TIMEOUT_MS:
-      g_value_set_uint (value, config->idle_timeout_ms);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_MAX_EVENT_SIZE:
-      g_value_set_uint64 (value, config->max_event_size);
-      return TRUE;
-
-    default:
-      return FALSE;
-    }
-}
-
-gboolean
-kaged_http_config_set_property (KagedHttpConfig  *config,
-                                GObject          *object,
-                                GParamSpec      **pspecs,
-                                guint             prop_id,
-                                const GValue     *value)
-{
-  switch (prop_id)
-    {
-    case KAGED_HTTP_PROP_SESSION:
-      g_set_object (&config->session, g_value_get_object (value));
-      return TRUE;
-
-    case KAGED_HTTP_PROP_BASE_URL:
-      {
-        g_autofree char *url = g_value_dup_string (value);
-        gsize len = url != NULL ? strlen (url) : 0;
-
-        while (len > 0 && url[len - 1] == '/')
-          url[--len] = '\0';
-        g_free (config->base_url);
-        config->base_url = g_steal_pointer (&url);
-      }
-      return TRUE;
-
-    case KAGED_HTTP_PROP_MODEL:
-      g_free (config->model);
-      config->model = g_value_dup_string (value);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_API_KEY:
-      forget_key (&config->api_key);
-      if (g_value_get_string (value) != NULL && g_value_get_string (value)[0] != '\0')
-        config->api_key = g_value_dup_string (value);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_CLOCK:
-      if (g_set_object (&config->clock, g_value_get_object (value)))
-        g_object_notify_by_pspec (object, pspecs [prop_id]);
-      return TRUE;
-
-    case KAGED_HTTP_PROP_FIRST_BYTE_TIMEOUT_MS:
-      if (config->first_byte_timeout_ms != g_value_get_uint (value))
-        {
-          config->first_byte_timeout_ms = g_value_get_uint (value);
-          g_object_notify_by_pspec (object, pspecs [prop_id]);
-        }
-      return TRUE;
-
-    case KAGED_HTTP_PROP_IDLE_TIMEOUT_MS:
-      if (config->idle_timeout_ms != g_value_get_uint (value))
-        {
-          config->idle_timeout_ms = g_value_get_uint (value);
-          g_object_notify_by_pspec (object, pspecs [prop_id]);
-        }
-      return TRUE;
-
-    case KAGED_HTTP_PROP_MAX_EVENT_SIZE:
-      if (config->max_event_size != g_value_get_uint64 (value))
-        {
-          config->max_event_size = g_value_get_uint64 (value);
-          g_object_notify_by_pspec (object, pspecs [prop_id]);
-        }
-      return TRUE;
-
-    default:
-      return FALSE;
-    }
+  forget_key (&config->api_key);
+  if (api_key != NULL && api_key[0] != '\0')
+    config->api_key = g_strdup (api_key);
 }
 
 /**
@@ -290,24 +158,143 @@ kaged_http_config_new_message (KagedHttpConfig  *config,
   return message;
 }
 
-void
-kaged_stream_decoder_init (KagedStreamDecoder *self,
-                           KagedChat          *chat,
-                           KagedClock         *clock)
+static gboolean
+sse_feed (KagedStreamDecoder  *self,
+          const char          *data,
+          gsize                len,
+          GError             **error)
 {
-  self->chat = g_object_ref (chat);
-  self->clock = clock != NULL ? g_object_ref (clock) : g_object_ref (kaged_clock_get_default ());
-  self->headers = NULL;
-  self->done = FALSE;
-  self->recognized = FALSE;
+  return kaged_sse_parser_feed (self->sse, data, len, error);
 }
 
-void
-kaged_stream_decoder_clear (KagedStreamDecoder *self)
+static gboolean
+sse_finish (KagedStreamDecoder  *self,
+            GError             **error)
 {
+  if (!kaged_sse_parser_finish (self->sse, error))
+    return FALSE;
+
+  /* A stream that said why it stopped only lacks its end marker. */
+  if (self->stopped)
+    self->done = TRUE;
+
+  return TRUE;
+}
+
+static gboolean
+ndjson_feed (KagedStreamDecoder  *self,
+             const char          *data,
+             gsize                len,
+             GError             **error)
+{
+  return kaged_ndjson_parser_feed (self->ndjson, data, len, error);
+}
+
+static gboolean
+ndjson_finish (KagedStreamDecoder  *self,
+               GError             **error)
+{
+  if (!kaged_ndjson_parser_finish (self->ndjson, error))
+    return FALSE;
+
+  if (self->stopped)
+    self->done = TRUE;
+
+  return TRUE;
+}
+
+static void
+decoder_free (KagedStreamDecoder *self)
+{
+  g_clear_pointer (&self->sse, kaged_sse_parser_free);
+  g_clear_pointer (&self->ndjson, kaged_ndjson_parser_free);
+  g_clear_object (&self->json);
   g_clear_object (&self->chat);
   g_clear_object (&self->clock);
   g_clear_pointer (&self->headers, soup_message_headers_unref);
+  g_free (self);
+}
+
+static KagedStreamDecoder *
+decoder_new (gsize       size,
+             KagedChat  *chat,
+             KagedClock *clock)
+{
+  KagedStreamDecoder *self;
+
+  g_assert (size >= sizeof (KagedStreamDecoder));
+
+  self = g_malloc0 (size);
+  self->free = decoder_free;
+  self->chat = g_object_ref (chat);
+  self->clock = clock != NULL ? g_object_ref (clock) : g_object_ref (kaged_clock_get_default ());
+  self->json = json_parser_new_immutable ();
+
+  return self;
+}
+
+/**
+ * kaged_stream_decoder_new_sse:
+ * @size: the size of the provider's decoder struct, which starts with a
+ *   #KagedStreamDecoder; the rest is zeroed
+ * @on_event: called with each event and the decoder
+ * @chat: where the reply goes
+ * @clock: (nullable): dates waits in stream errors
+ * @max_event_size: cap on one event
+ *
+ * Returns: (transfer full): a decoder of a server-sent events stream
+ */
+KagedStreamDecoder *
+kaged_stream_decoder_new_sse (gsize              size,
+                              KagedSseEventFunc  on_event,
+                              KagedChat         *chat,
+                              KagedClock        *clock,
+                              gsize              max_event_size)
+{
+  KagedStreamDecoder *self;
+
+  g_return_val_if_fail (on_event != NULL, NULL);
+  g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
+
+  self = decoder_new (size, chat, clock);
+  self->feed = sse_feed;
+  self->finish = sse_finish;
+  self->sse = kaged_sse_parser_new (on_event, self);
+  kaged_sse_parser_set_max_size (self->sse, max_event_size);
+
+  return self;
+}
+
+/**
+ * kaged_stream_decoder_new_ndjson:
+ * @size: the size of the provider's decoder struct, which starts with a
+ *   #KagedStreamDecoder; the rest is zeroed
+ * @on_line: called with each line and the decoder
+ * @chat: where the reply goes
+ * @clock: (nullable): dates waits in stream errors
+ * @max_event_size: cap on one line
+ *
+ * Returns: (transfer full): a decoder of a stream of JSON lines
+ */
+KagedStreamDecoder *
+kaged_stream_decoder_new_ndjson (gsize                size,
+                                 KagedNdjsonLineFunc  on_line,
+                                 KagedChat           *chat,
+                                 KagedClock          *clock,
+                                 gsize                max_event_size)
+{
+  KagedStreamDecoder *self;
+
+  g_return_val_if_fail (on_line != NULL, NULL);
+  g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
+
+  self = decoder_new (size, chat, clock);
+  self->feed = ndjson_feed;
+  self->finish = ndjson_finish;
+  self->ndjson = kaged_ndjson_parser_new (on_line, self);
+  kaged_ndjson_parser_set_max_size (self->ndjson, max_event_size);
+
+  return self;
 }
 
 void
@@ -321,6 +308,40 @@ gint64
 kaged_stream_decoder_now (KagedStreamDecoder *self)
 {
   return kaged_clock_get_wall_ms (self->clock);
+}
+
+/**
+ * kaged_stream_decoder_parse:
+ *
+ * Returns: (transfer none) (nullable): one event or line as a JSON object,
+ *   valid until the next call; %NULL with a protocol_error otherwise
+ */
+JsonObject *
+kaged_stream_decoder_parse (KagedStreamDecoder  *self,
+                            const char          *data,
+                            gsize                len,
+                            GError             **error)
+{
+  return kaged_json_parse_object (self->json, data, len, error);
+}
+
+/**
+ * kaged_stream_decoder_error:
+ * @type: (nullable): the provider's error type
+ * @code: (nullable): the provider's error code
+ * @message: (nullable): what the provider said
+ *
+ * Returns: (transfer full): the classified error the stream reported,
+ *   with any wait the answer's headers advise
+ */
+GError *
+kaged_stream_decoder_error (KagedStreamDecoder *self,
+                            const char         *type,
+                            const char         *code,
+                            const char         *message)
+{
+  return kaged_classify_stream_error (type, code, message, self->headers,
+                                      kaged_stream_decoder_now (self));
 }
 
 JsonObject *
@@ -446,6 +467,52 @@ kaged_http_role_name (KagedMessageRole role)
     default:
       g_return_val_if_reached ("user");
     }
+}
+
+/* Adds one `{"role", "content"}` object to the array being built. */
+void
+kaged_http_add_message (JsonBuilder *builder,
+                        const char  *role,
+                        const char  *content)
+{
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "role");
+  json_builder_add_string_value (builder, role);
+  json_builder_set_member_name (builder, "content");
+  json_builder_add_string_value (builder, content);
+  json_builder_end_object (builder);
+}
+
+/**
+ * kaged_http_add_messages:
+ *
+ * Adds the `messages` member the way chat-completion style APIs take it:
+ * the system prompt first as a system message, then every message that
+ * has content, in order.
+ */
+void
+kaged_http_add_messages (JsonBuilder *builder,
+                         KagedChat   *chat)
+{
+  GPtrArray *messages = kaged_chat_get_messages (chat);
+  const char *system_prompt = kaged_chat_get_system_prompt (chat);
+
+  json_builder_set_member_name (builder, "messages");
+  json_builder_begin_array (builder);
+  if (system_prompt != NULL && system_prompt[0] != '\0')
+    kaged_http_add_message (builder, "system", system_prompt);
+  for (guint i = 0; i < messages->len; i++)
+    {
+      KagedMessage *message = g_ptr_array_index (messages, i);
+      const char *content = kaged_message_get_content (message);
+
+      if (content == NULL || content[0] == '\0')
+        continue;
+
+      kaged_http_add_message (builder, kaged_http_role_name (kaged_message_get_role (message)),
+                              content);
+    }
+  json_builder_end_array (builder);
 }
 
 /* How much of a body that is not a stream is kept to classify it. */

@@ -10,6 +10,8 @@
 
 #include "kaged-chat.h"
 #include "kaged-clock.h"
+#include "kaged-ndjson-parser.h"
+#include "kaged-sse-parser.h"
 
 G_BEGIN_DECLS
 
@@ -40,31 +42,12 @@ typedef struct
   gsize        max_event_size;
 } KagedHttpConfig;
 
-enum {
-  KAGED_HTTP_PROP_0,
-  KAGED_HTTP_PROP_SESSION,
-  KAGED_HTTP_PROP_BASE_URL,
-  KAGED_HTTP_PROP_MODEL,
-  KAGED_HTTP_PROP_API_KEY,
-  KAGED_HTTP_PROP_CLOCK,
-  KAGED_HTTP_PROP_FIRST_BYTE_TIMEOUT_MS,
-  KAGED_HTTP_PROP_IDLE_TIMEOUT_MS,
-  KAGED_HTTP_PROP_MAX_EVENT_SIZE,
-  KAGED_HTTP_N_PROPS
-};
-
 void         kaged_http_config_init                (KagedHttpConfig    *config);
 void         kaged_http_config_clear               (KagedHttpConfig    *config);
-void         kaged_http_config_install_properties  (GObjectClass       *klass,
-                                                    GParamSpec        **pspecs);
-gboolean     kaged_http_config_get_property        (KagedHttpConfig    *config,
-                                                    guint               prop_id,
-                                                    GValue             *value);
-gboolean     kaged_http_config_set_property        (KagedHttpConfig    *config,
-                                                    GObject            *object,
-                                                    GParamSpec        **pspecs,
-                                                    guint               prop_id,
-                                                    const GValue       *value);
+void         kaged_http_config_set_base_url        (KagedHttpConfig    *config,
+                                                    const char         *base_url);
+void         kaged_http_config_set_api_key         (KagedHttpConfig    *config,
+                                                    const char         *api_key);
 SoupMessage *kaged_http_config_new_message         (KagedHttpConfig    *config,
                                                     const char         *path,
                                                     JsonBuilder        *body,
@@ -80,11 +63,18 @@ SoupMessage *kaged_http_config_new_message         (KagedHttpConfig    *config,
  * @chat: where the reply goes
  * @headers: the answer's headers, set before the first @feed
  * @clock: dates waits advised in the stream
- * @done: set by @feed once the provider's end marker was seen
- * @recognized: set by @feed once anything in the provider's format came
+ * @sse: the event parser of a server-sent events stream, or %NULL
+ * @ndjson: the line parser of an NDJSON stream, or %NULL
+ * @json: parses one event or line at a time
+ * @done: set once the provider's end marker was seen
+ * @recognized: set once anything in the provider's format came
+ * @stopped: set once the stream said why the reply stopped; a body that
+ *   ends after that lacks only its end marker and counts as done
  *
- * A provider's reading of its stream format; providers put it first in
- * their own state struct.
+ * A provider's reading of its stream format. Providers create one with
+ * kaged_stream_decoder_new_sse() or kaged_stream_decoder_new_ndjson(),
+ * which call back with the decoder itself as user data; a provider that
+ * keeps more state puts the decoder first in its own struct.
  */
 typedef struct _KagedStreamDecoder KagedStreamDecoder;
 
@@ -101,16 +91,34 @@ struct _KagedStreamDecoder
   KagedChat          *chat;
   SoupMessageHeaders *headers;
   KagedClock         *clock;
+  KagedSseParser     *sse;
+  KagedNdjsonParser  *ndjson;
+  JsonParser         *json;
   guint               done : 1;
   guint               recognized : 1;
+  guint               stopped : 1;
 };
 
-void     kaged_stream_decoder_init  (KagedStreamDecoder *self,
-                                     KagedChat          *chat,
-                                     KagedClock         *clock);
-void     kaged_stream_decoder_clear (KagedStreamDecoder *self);
-void     kaged_stream_decoder_free  (KagedStreamDecoder *self);
-gint64   kaged_stream_decoder_now   (KagedStreamDecoder *self);
+KagedStreamDecoder *kaged_stream_decoder_new_sse    (gsize                 size,
+                                                     KagedSseEventFunc     on_event,
+                                                     KagedChat            *chat,
+                                                     KagedClock           *clock,
+                                                     gsize                 max_event_size);
+KagedStreamDecoder *kaged_stream_decoder_new_ndjson (gsize                 size,
+                                                     KagedNdjsonLineFunc   on_line,
+                                                     KagedChat            *chat,
+                                                     KagedClock           *clock,
+                                                     gsize                 max_event_size);
+void                kaged_stream_decoder_free       (KagedStreamDecoder   *self);
+gint64              kaged_stream_decoder_now        (KagedStreamDecoder   *self);
+JsonObject         *kaged_stream_decoder_parse      (KagedStreamDecoder   *self,
+                                                     const char           *data,
+                                                     gsize                 len,
+                                                     GError              **error);
+GError             *kaged_stream_decoder_error      (KagedStreamDecoder   *self,
+                                                     const char           *type,
+                                                     const char           *code,
+                                                     const char           *message);
 
 /* Lenient JSON access: the wrong type reads as absent. */
 JsonObject *kaged_json_get_object (JsonObject *object,
@@ -129,6 +137,11 @@ JsonObject *kaged_json_parse_object (JsonParser  *parser,
                                      gsize        len,
                                      GError     **error);
 const char *kaged_http_role_name  (KagedMessageRole role);
+void        kaged_http_add_message   (JsonBuilder *builder,
+                                      const char  *role,
+                                      const char  *content);
+void        kaged_http_add_messages  (JsonBuilder *builder,
+                                      KagedChat   *chat);
 
 void     kaged_http_stream          (KagedHttpConfig    *config,
                                      SoupMessage        *message,

@@ -7,11 +7,8 @@
 
 #include "config.h"
 
-#include <glib/gi18n.h>
 #include <string.h>
 
-#include "kaged-classify.h"
-#include "kaged-ndjson-parser.h"
 #include "kaged-ollama-provider.h"
 
 /**
@@ -23,24 +20,10 @@
  */
 struct _KagedOllamaProvider
 {
-  GObject         parent_instance;
-
-  KagedHttpConfig config;
+  KagedHttpProvider parent_instance;
 };
 
-static void provider_iface_init (KagedProviderInterface *iface);
-
-G_DEFINE_FINAL_TYPE_WITH_CODE (KagedOllamaProvider, kaged_ollama_provider, G_TYPE_OBJECT,
-                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_PROVIDER, provider_iface_init))
-
-static GParamSpec *properties [KAGED_HTTP_N_PROPS];
-
-typedef struct
-{
-  KagedStreamDecoder  parent;
-  KagedNdjsonParser  *ndjson;
-  JsonParser         *json;
-} Decoder;
+G_DEFINE_FINAL_TYPE (KagedOllamaProvider, kaged_ollama_provider, KAGED_TYPE_HTTP_PROVIDER)
 
 static gboolean
 on_line (const char  *line,
@@ -48,17 +31,17 @@ on_line (const char  *line,
          gpointer     user_data,
          GError     **error)
 {
-  Decoder *self = user_data;
-  KagedChat *chat = self->parent.chat;
+  KagedStreamDecoder *self = user_data;
+  KagedChat *chat = self->chat;
   JsonObject *root;
   JsonObject *message;
   JsonNode *error_node;
   const char *text;
 
-  if (self->parent.done)
+  if (self->done)
     return TRUE;
 
-  root = kaged_json_parse_object (self->json, line, len, error);
+  root = kaged_stream_decoder_parse (self, line, len, error);
   if (root == NULL)
     return FALSE;
 
@@ -70,14 +53,12 @@ on_line (const char  *line,
       if (said == NULL)
         said = kaged_json_get_string (kaged_json_get_object (root, "error"), "message");
 
-      self->parent.recognized = TRUE;
-      g_propagate_error (error,
-                         kaged_classify_stream_error (NULL, NULL, said, self->parent.headers,
-                                                      kaged_stream_decoder_now (&self->parent)));
+      self->recognized = TRUE;
+      g_propagate_error (error, kaged_stream_decoder_error (self, NULL, NULL, said));
       return FALSE;
     }
 
-  self->parent.recognized = TRUE;
+  self->recognized = TRUE;
 
   message = kaged_json_get_object (root, "message");
   if ((text = kaged_json_get_string (message, "thinking")) != NULL)
@@ -97,41 +78,10 @@ on_line (const char  *line,
       if ((text = kaged_json_get_string (root, "done_reason")) != NULL)
         kaged_chat_set_finish_reason (chat, text);
 
-      self->parent.done = TRUE;
+      self->done = TRUE;
     }
 
   return TRUE;
-}
-
-static gboolean
-decoder_feed (KagedStreamDecoder  *decoder,
-              const char          *data,
-              gsize                len,
-              GError             **error)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  return kaged_ndjson_parser_feed (self->ndjson, data, len, error);
-}
-
-static gboolean
-decoder_finish (KagedStreamDecoder  *decoder,
-                GError             **error)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  return kaged_ndjson_parser_finish (self->ndjson, error);
-}
-
-static void
-decoder_free (KagedStreamDecoder *decoder)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  kaged_ndjson_parser_free (self->ndjson);
-  g_clear_object (&self->json);
-  kaged_stream_decoder_clear (decoder);
-  g_free (self);
 }
 
 /**
@@ -147,176 +97,37 @@ kaged_ollama_decoder_new (KagedChat  *chat,
                           KagedClock *clock,
                           gsize       max_event_size)
 {
-  Decoder *self;
-
   g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
 
-  self = g_new0 (Decoder, 1);
-  kaged_stream_decoder_init (&self->parent, chat, clock);
-  self->parent.feed = decoder_feed;
-  self->parent.finish = decoder_finish;
-  self->parent.free = decoder_free;
-  self->ndjson = kaged_ndjson_parser_new (on_line, self);
-  kaged_ndjson_parser_set_max_size (self->ndjson, max_event_size);
-  self->json = json_parser_new_immutable ();
-
-  return &self->parent;
+  return kaged_stream_decoder_new_ndjson (sizeof (KagedStreamDecoder), on_line,
+                                          chat, clock, max_event_size);
 }
 
-static JsonBuilder *
-build_body (KagedOllamaProvider *self,
-            KagedChat           *chat)
+static void
+kaged_ollama_provider_add_body (KagedHttpProvider *provider,
+                                KagedChat         *chat,
+                                JsonBuilder       *builder)
 {
-  g_autoptr(JsonBuilder) builder = json_builder_new ();
-  GPtrArray *messages = kaged_chat_get_messages (chat);
-  const char *system_prompt = kaged_chat_get_system_prompt (chat);
-
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "model");
-  json_builder_add_string_value (builder, self->config.model != NULL ? self->config.model : "");
-
-  json_builder_set_member_name (builder, "messages");
-  json_builder_begin_array (builder);
-  if (system_prompt != NULL && system_prompt[0] != '\0')
-    {
-      json_builder_begin_object (builder);
-      json_builder_set_member_name (builder, "role");
-      json_builder_add_string_value (builder, "system");
-      json_builder_set_member_name (builder, "content");
-      json_builder_add_string_value (builder, system_prompt);
-      json_builder_end_object (builder);
-    }
-  for (guint i = 0; i < messages->len; i++)
-    {
-      KagedMessage *message = g_ptr_array_index (messages, i);
-      const char *content = kaged_message_get_content (message);
-
-      if (content == NULL || content[0] == '\0')
-        continue;
-
-      json_builder_begin_object (builder);
-      json_builder_set_member_name (builder, "role");
-      json_builder_add_string_value (builder, kaged_http_role_name (kaged_message_get_role (message)));
-      json_builder_set_member_name (builder, "content");
-      json_builder_add_string_value (builder, content);
-      json_builder_end_object (builder);
-    }
-  json_builder_end_array (builder);
+  kaged_http_add_messages (builder, chat);
 
   json_builder_set_member_name (builder, "stream");
   json_builder_add_boolean_value (builder, TRUE);
-  json_builder_end_object (builder);
-
-  return g_steal_pointer (&builder);
-}
-
-static void
-kaged_ollama_provider_chat_async (KagedProvider       *provider,
-                                  KagedChat           *chat,
-                                  GCancellable        *cancellable,
-                                  GAsyncReadyCallback  callback,
-                                  gpointer             user_data)
-{
-  KagedOllamaProvider *self = KAGED_OLLAMA_PROVIDER (provider);
-  g_autoptr(GTask) task = NULL;
-  g_autoptr(JsonBuilder) body = NULL;
-  g_autoptr(SoupMessage) message = NULL;
-  g_autoptr(GError) error = NULL;
-
-  task = g_task_new (self, cancellable, callback, user_data);
-  g_task_set_source_tag (task, kaged_ollama_provider_chat_async);
-
-  body = build_body (self, chat);
-  message = kaged_http_config_new_message (&self->config, "/api/chat", body,
-                                           "application/x-ndjson", &error);
-  if (message == NULL)
-    {
-      g_task_return_error (task, g_steal_pointer (&error));
-      return;
-    }
-
-  if (self->config.api_key != NULL)
-    {
-      g_autofree char *bearer = g_strconcat ("Bearer ", self->config.api_key, NULL);
-
-      soup_message_headers_replace (soup_message_get_request_headers (message),
-                                    "Authorization", bearer);
-      memset (bearer, 0, strlen (bearer));
-    }
-
-  kaged_http_stream (&self->config, message,
-                     kaged_ollama_decoder_new (chat, self->config.clock, self->config.max_event_size),
-                     g_steal_pointer (&task));
-}
-
-static gboolean
-kaged_ollama_provider_chat_finish (KagedProvider  *provider,
-                                   GAsyncResult   *result,
-                                   GError        **error)
-{
-  g_return_val_if_fail (g_task_is_valid (result, provider), FALSE);
-  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_ollama_provider_chat_async, FALSE);
-
-  return g_task_propagate_boolean (G_TASK (result), error);
-}
-
-static void
-provider_iface_init (KagedProviderInterface *iface)
-{
-  iface->chat_async = kaged_ollama_provider_chat_async;
-  iface->chat_finish = kaged_ollama_provider_chat_finish;
-}
-
-static void
-kaged_ollama_provider_finalize (GObject *object)
-{
-  KagedOllamaProvider *self = (KagedOllamaProvider *)object;
-
-  kaged_http_config_clear (&self->config);
-
-  G_OBJECT_CLASS (kaged_ollama_provider_parent_class)->finalize (object);
-}
-
-static void
-kaged_ollama_provider_get_property (GObject    *object,
-                                    guint       prop_id,
-                                    GValue     *value,
-                                    GParamSpec *pspec)
-{
-  KagedOllamaProvider *self = KAGED_OLLAMA_PROVIDER (object);
-
-  if (!kaged_http_config_get_property (&self->config, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-}
-
-static void
-kaged_ollama_provider_set_property (GObject      *object,
-                                    guint         prop_id,
-                                    const GValue *value,
-                                    GParamSpec   *pspec)
-{
-  KagedOllamaProvider *self = KAGED_OLLAMA_PROVIDER (object);
-
-  if (!kaged_http_config_set_property (&self->config, object, properties, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
 }
 
 static void
 kaged_ollama_provider_class_init (KagedOllamaProviderClass *klass)
 {
-  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  KagedHttpProviderClass *http_class = KAGED_HTTP_PROVIDER_CLASS (klass);
 
-  object_class->finalize = kaged_ollama_provider_finalize;
-  object_class->get_property = kaged_ollama_provider_get_property;
-  object_class->set_property = kaged_ollama_provider_set_property;
-
-  kaged_http_config_install_properties (object_class, properties);
+  http_class->path = "/api/chat";
+  http_class->accept = "application/x-ndjson";
+  http_class->add_body = kaged_ollama_provider_add_body;
+  http_class->new_decoder = kaged_ollama_decoder_new;
 }
 
 static void
 kaged_ollama_provider_init (KagedOllamaProvider *self)
 {
-  kaged_http_config_init (&self->config);
 }
 
 /**

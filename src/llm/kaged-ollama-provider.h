@@ -7,14 +7,13 @@
 
 #include <libsoup/soup.h>
 
-#include "kaged-http.h"
-#include "kaged-provider.h"
+#include "kaged-http-provider.h"
 
 G_BEGIN_DECLS
 
 #define KAGED_TYPE_OLLAMA_PROVIDER (kaged_ollama_provider_get_type ())
 
-G_DECLARE_FINAL_TYPE (KagedOllamaProvider, kaged_ollama_provider, KAGED, OLLAMA_PROVIDER, GObject)
+G_DECLARE_FINAL_TYPE (KagedOllamaProvider, kaged_ollama_provider, KAGED, OLLAMA_PROVIDER, KagedHttpProvider)
 
 KagedProvider      *kaged_ollama_provider_new (SoupSession *session,
                                                const char  *base_url,

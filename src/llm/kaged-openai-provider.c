@@ -7,12 +7,9 @@
 
 #include "config.h"
 
-#include <glib/gi18n.h>
 #include <string.h>
 
-#include "kaged-classify.h"
 #include "kaged-openai-provider.h"
-#include "kaged-sse-parser.h"
 
 /**
  * KagedOpenaiProvider:
@@ -24,45 +21,30 @@
  */
 struct _KagedOpenaiProvider
 {
-  GObject         parent_instance;
-
-  KagedHttpConfig config;
+  KagedHttpProvider parent_instance;
 };
 
-static void provider_iface_init (KagedProviderInterface *iface);
-
-G_DEFINE_FINAL_TYPE_WITH_CODE (KagedOpenaiProvider, kaged_openai_provider, G_TYPE_OBJECT,
-                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_PROVIDER, provider_iface_init))
-
-static GParamSpec *properties [KAGED_HTTP_N_PROPS];
-
-typedef struct
-{
-  KagedStreamDecoder  parent;
-  KagedSseParser     *sse;
-  JsonParser         *json;
-  guint               saw_finish : 1;
-} Decoder;
+G_DEFINE_FINAL_TYPE (KagedOpenaiProvider, kaged_openai_provider, KAGED_TYPE_HTTP_PROVIDER)
 
 static gboolean
 on_event (const KagedSseEvent  *event,
           gpointer              user_data,
           GError              **error)
 {
-  Decoder *self = user_data;
-  KagedChat *chat = self->parent.chat;
+  KagedStreamDecoder *self = user_data;
+  KagedChat *chat = self->chat;
   JsonObject *root;
   JsonObject *usage;
   JsonNode *error_node;
   JsonArray *choices;
 
-  if (self->parent.done)
+  if (self->done)
     return TRUE;
 
   if (event->data_len == 6 && memcmp (event->data, "[DONE]", 6) == 0)
     {
-      self->parent.done = TRUE;
-      self->parent.recognized = TRUE;
+      self->done = TRUE;
+      self->recognized = TRUE;
       return TRUE;
     }
 
@@ -70,11 +52,11 @@ on_event (const KagedSseEvent  *event,
   if (strcmp (event->type, "message") != 0 && strcmp (event->type, "error") != 0)
     return TRUE;
 
-  root = kaged_json_parse_object (self->json, event->data, event->data_len, error);
+  root = kaged_stream_decoder_parse (self, event->data, event->data_len, error);
   if (root == NULL)
     return FALSE;
 
-  self->parent.recognized = TRUE;
+  self->recognized = TRUE;
 
   error_node = json_object_get_member (root, "error");
   if (error_node != NULL && !JSON_NODE_HOLDS_NULL (error_node))
@@ -90,9 +72,9 @@ on_event (const KagedSseEvent  *event,
         code = g_strdup_printf ("%" G_GINT64_FORMAT, number);
 
       g_propagate_error (error,
-                         kaged_classify_stream_error (details != NULL ? kaged_json_get_string (details, "type") : NULL,
-                                                      code, message, self->parent.headers,
-                                                      kaged_stream_decoder_now (&self->parent)));
+                         kaged_stream_decoder_error (self,
+                                                     kaged_json_get_string (details, "type"),
+                                                     code, message));
       return FALSE;
     }
 
@@ -127,7 +109,7 @@ on_event (const KagedSseEvent  *event,
           if ((text = kaged_json_get_string (choice, "finish_reason")) != NULL)
             {
               kaged_chat_set_finish_reason (chat, text);
-              self->saw_finish = TRUE;
+              self->stopped = TRUE;
             }
         }
     }
@@ -146,44 +128,6 @@ on_event (const KagedSseEvent  *event,
   return TRUE;
 }
 
-static gboolean
-decoder_feed (KagedStreamDecoder  *decoder,
-              const char          *data,
-              gsize                len,
-              GError             **error)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  return kaged_sse_parser_feed (self->sse, data, len, error);
-}
-
-static gboolean
-decoder_finish (KagedStreamDecoder  *decoder,
-                GError             **error)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  if (!kaged_sse_parser_finish (self->sse, error))
-    return FALSE;
-
-  /* Servers that end without [DONE] still said how the reply finished. */
-  if (self->saw_finish)
-    self->parent.done = TRUE;
-
-  return TRUE;
-}
-
-static void
-decoder_free (KagedStreamDecoder *decoder)
-{
-  Decoder *self = (Decoder *)decoder;
-
-  kaged_sse_parser_free (self->sse);
-  g_clear_object (&self->json);
-  kaged_stream_decoder_clear (decoder);
-  g_free (self);
-}
-
 /**
  * kaged_openai_decoder_new:
  * @chat: where the reply goes
@@ -197,61 +141,18 @@ kaged_openai_decoder_new (KagedChat  *chat,
                           KagedClock *clock,
                           gsize       max_event_size)
 {
-  Decoder *self;
-
   g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
 
-  self = g_new0 (Decoder, 1);
-  kaged_stream_decoder_init (&self->parent, chat, clock);
-  self->parent.feed = decoder_feed;
-  self->parent.finish = decoder_finish;
-  self->parent.free = decoder_free;
-  self->sse = kaged_sse_parser_new (on_event, self);
-  kaged_sse_parser_set_max_size (self->sse, max_event_size);
-  self->json = json_parser_new_immutable ();
-
-  return &self->parent;
+  return kaged_stream_decoder_new_sse (sizeof (KagedStreamDecoder), on_event,
+                                       chat, clock, max_event_size);
 }
 
-static JsonBuilder *
-build_body (KagedOpenaiProvider *self,
-            KagedChat           *chat)
+static void
+kaged_openai_provider_add_body (KagedHttpProvider *provider,
+                                KagedChat         *chat,
+                                JsonBuilder       *builder)
 {
-  g_autoptr(JsonBuilder) builder = json_builder_new ();
-  GPtrArray *messages = kaged_chat_get_messages (chat);
-  const char *system_prompt = kaged_chat_get_system_prompt (chat);
-
-  json_builder_begin_object (builder);
-  json_builder_set_member_name (builder, "model");
-  json_builder_add_string_value (builder, self->config.model != NULL ? self->config.model : "");
-
-  json_builder_set_member_name (builder, "messages");
-  json_builder_begin_array (builder);
-  if (system_prompt != NULL && system_prompt[0] != '\0')
-    {
-      json_builder_begin_object (builder);
-      json_builder_set_member_name (builder, "role");
-      json_builder_add_string_value (builder, "system");
-      json_builder_set_member_name (builder, "content");
-      json_builder_add_string_value (builder, system_prompt);
-      json_builder_end_object (builder);
-    }
-  for (guint i = 0; i < messages->len; i++)
-    {
-      KagedMessage *message = g_ptr_array_index (messages, i);
-      const char *content = kaged_message_get_content (message);
-
-      if (content == NULL || content[0] == '\0')
-        continue;
-
-      json_builder_begin_object (builder);
-      json_builder_set_member_name (builder, "role");
-      json_builder_add_string_value (builder, kaged_http_role_name (kaged_message_get_role (message)));
-      json_builder_set_member_name (builder, "content");
-      json_builder_add_string_value (builder, content);
-      json_builder_end_object (builder);
-    }
-  json_builder_end_array (builder);
+  kaged_http_add_messages (builder, chat);
 
   json_builder_set_member_name (builder, "stream");
   json_builder_add_boolean_value (builder, TRUE);
@@ -260,118 +161,22 @@ build_body (KagedOpenaiProvider *self,
   json_builder_set_member_name (builder, "include_usage");
   json_builder_add_boolean_value (builder, TRUE);
   json_builder_end_object (builder);
-  json_builder_end_object (builder);
-
-  return g_steal_pointer (&builder);
-}
-
-static void
-kaged_openai_provider_chat_async (KagedProvider       *provider,
-                                  KagedChat           *chat,
-                                  GCancellable        *cancellable,
-                                  GAsyncReadyCallback  callback,
-                                  gpointer             user_data)
-{
-  KagedOpenaiProvider *self = KAGED_OPENAI_PROVIDER (provider);
-  g_autoptr(GTask) task = NULL;
-  g_autoptr(JsonBuilder) body = NULL;
-  g_autoptr(SoupMessage) message = NULL;
-  g_autoptr(GError) error = NULL;
-
-  task = g_task_new (self, cancellable, callback, user_data);
-  g_task_set_source_tag (task, kaged_openai_provider_chat_async);
-
-  body = build_body (self, chat);
-  message = kaged_http_config_new_message (&self->config, "/chat/completions", body,
-                                           "text/event-stream", &error);
-  if (message == NULL)
-    {
-      g_task_return_error (task, g_steal_pointer (&error));
-      return;
-    }
-
-  if (self->config.api_key != NULL)
-    {
-      g_autofree char *bearer = g_strconcat ("Bearer ", self->config.api_key, NULL);
-
-      soup_message_headers_replace (soup_message_get_request_headers (message),
-                                    "Authorization", bearer);
-      memset (bearer, 0, strlen (bearer));
-    }
-
-  kaged_http_stream (&self->config, message,
-                     kaged_openai_decoder_new (chat, self->config.clock, self->config.max_event_size),
-                     g_steal_pointer (&task));
-}
-
-static gboolean
-kaged_openai_provider_chat_finish (KagedProvider  *provider,
-                                   GAsyncResult   *result,
-                                   GError        **error)
-{
-  g_return_val_if_fail (g_task_is_valid (result, provider), FALSE);
-  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_openai_provider_chat_async, FALSE);
-
-  return g_task_propagate_boolean (G_TASK (result), error);
-}
-
-static void
-provider_iface_init (KagedProviderInterface *iface)
-{
-  iface->chat_async = kaged_openai_provider_chat_async;
-  iface->chat_finish = kaged_openai_provider_chat_finish;
-}
-
-static void
-kaged_openai_provider_finalize (GObject *object)
-{
-  KagedOpenaiProvider *self = (KagedOpenaiProvider *)object;
-
-  kaged_http_config_clear (&self->config);
-
-  G_OBJECT_CLASS (kaged_openai_provider_parent_class)->finalize (object);
-}
-
-static void
-kaged_openai_provider_get_property (GObject    *object,
-                                    guint       prop_id,
-                                    GValue     *value,
-                                    GParamSpec *pspec)
-{
-  KagedOpenaiProvider *self = KAGED_OPENAI_PROVIDER (object);
-
-  if (!kaged_http_config_get_property (&self->config, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-}
-
-static void
-kaged_openai_provider_set_property (GObject      *object,
-                                    guint         prop_id,
-                                    const GValue *value,
-                                    GParamSpec   *pspec)
-{
-  KagedOpenaiProvider *self = KAGED_OPENAI_PROVIDER (object);
-
-  if (!kaged_http_config_set_property (&self->config, object, properties, prop_id, value))
-    G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
 }
 
 static void
 kaged_openai_provider_class_init (KagedOpenaiProviderClass *klass)
 {
-  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  KagedHttpProviderClass *http_class = KAGED_HTTP_PROVIDER_CLASS (klass);
 
-  object_class->finalize = kaged_openai_provider_finalize;
-  object_class->get_property = kaged_openai_provider_get_property;
-  object_class->set_property = kaged_openai_provider_set_property;
-
-  kaged_http_config_install_properties (object_class, properties);
+  http_class->path = "/chat/completions";
+  http_class->accept = "text/event-stream";
+  http_class->add_body = kaged_openai_provider_add_body;
+  http_class->new_decoder = kaged_openai_decoder_new;
 }
 
 static void
 kaged_openai_provider_init (KagedOpenaiProvider *self)
 {
-  kaged_http_config_init (&self->config);
 }
 
 /**

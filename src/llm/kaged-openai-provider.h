@@ -7,14 +7,13 @@
 
 #include <libsoup/soup.h>
 
-#include "kaged-http.h"
-#include "kaged-provider.h"
+#include "kaged-http-provider.h"
 
 G_BEGIN_DECLS
 
 #define KAGED_TYPE_OPENAI_PROVIDER (kaged_openai_provider_get_type ())
 
-G_DECLARE_FINAL_TYPE (KagedOpenaiProvider, kaged_openai_provider, KAGED, OPENAI_PROVIDER, GObject)
+G_DECLARE_FINAL_TYPE (KagedOpenaiProvider, kaged_openai_provider, KAGED, OPENAI_PROVIDER, KagedHttpProvider)
 
 KagedProvider      *kaged_openai_provider_new (SoupSession *session,
                                                const char  *base_url,

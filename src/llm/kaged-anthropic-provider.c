@@ -156,8 +156,6 @@ kaged_anthropic_decoder_new (KagedChat  *chat,
                              KagedClock *clock,
                              gsize       max_event_size)
 {
-  g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
-
   return kaged_stream_decoder_new_sse (sizeof (Decoder), on_event, chat, clock, max_event_size);
 }
 
@@ -328,13 +326,5 @@ kaged_anthropic_provider_new (SoupSession *session,
                               const char  *model,
                               const char  *api_key)
 {
-  g_return_val_if_fail (!session || SOUP_IS_SESSION (session), NULL);
-  g_return_val_if_fail (base_url != NULL, NULL);
-
-  return g_object_new (KAGED_TYPE_ANTHROPIC_PROVIDER,
-                       "session", session,
-                       "base-url", base_url,
-                       "model", model,
-                       "api-key", api_key,
-                       NULL);
+  return kaged_http_provider_new (KAGED_TYPE_ANTHROPIC_PROVIDER, session, base_url, model, api_key);
 }

@@ -358,3 +358,32 @@ kaged_http_provider_init (KagedHttpProvider *self)
 
   kaged_http_config_init (&priv->config);
 }
+
+/**
+ * kaged_http_provider_new:
+ * @type: a subclass of #KagedHttpProvider
+ * @session: (nullable): the shared session, or %NULL for the default one
+ * @base_url: where the API is
+ * @model: (nullable): the model name
+ * @api_key: (nullable): the key, when the provider needs one
+ *
+ * Returns: (transfer full): a new provider of @type
+ */
+KagedProvider *
+kaged_http_provider_new (GType        type,
+                         SoupSession *session,
+                         const char  *base_url,
+                         const char  *model,
+                         const char  *api_key)
+{
+  g_return_val_if_fail (g_type_is_a (type, KAGED_TYPE_HTTP_PROVIDER), NULL);
+  g_return_val_if_fail (!session || SOUP_IS_SESSION (session), NULL);
+  g_return_val_if_fail (base_url != NULL, NULL);
+
+  return g_object_new (type,
+                       "session", session,
+                       "base-url", base_url,
+                       "model", model,
+                       "api-key", api_key,
+                       NULL);
+}

@@ -50,4 +50,10 @@ struct _KagedHttpProviderClass
   gpointer _reserved[8];
 };
 
+KagedProvider *kaged_http_provider_new (GType        type,
+                                        SoupSession *session,
+                                        const char  *base_url,
+                                        const char  *model,
+                                        const char  *api_key);
+
 G_END_DECLS

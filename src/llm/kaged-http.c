@@ -159,44 +159,25 @@ kaged_http_config_new_message (KagedHttpConfig  *config,
 }
 
 static gboolean
-sse_feed (KagedStreamDecoder  *self,
-          const char          *data,
-          gsize                len,
-          GError             **error)
+decoder_feed (KagedStreamDecoder  *self,
+              const char          *data,
+              gsize                len,
+              GError             **error)
 {
-  return kaged_sse_parser_feed (self->sse, data, len, error);
-}
-
-static gboolean
-sse_finish (KagedStreamDecoder  *self,
-            GError             **error)
-{
-  if (!kaged_sse_parser_finish (self->sse, error))
-    return FALSE;
-
-  /* A stream that said why it stopped only lacks its end marker. */
-  if (self->stopped)
-    self->done = TRUE;
-
-  return TRUE;
-}
-
-static gboolean
-ndjson_feed (KagedStreamDecoder  *self,
-             const char          *data,
-             gsize                len,
-             GError             **error)
-{
+  if (self->sse != NULL)
+    return kaged_sse_parser_feed (self->sse, data, len, error);
   return kaged_ndjson_parser_feed (self->ndjson, data, len, error);
 }
 
 static gboolean
-ndjson_finish (KagedStreamDecoder  *self,
-               GError             **error)
+decoder_finish (KagedStreamDecoder  *self,
+                GError             **error)
 {
-  if (!kaged_ndjson_parser_finish (self->ndjson, error))
+  if (self->sse != NULL ? !kaged_sse_parser_finish (self->sse, error)
+                        : !kaged_ndjson_parser_finish (self->ndjson, error))
     return FALSE;
 
+  /* A stream that said why it stopped only lacks its end marker. */
   if (self->stopped)
     self->done = TRUE;
 
@@ -225,6 +206,8 @@ decoder_new (gsize       size,
   g_assert (size >= sizeof (KagedStreamDecoder));
 
   self = g_malloc0 (size);
+  self->feed = decoder_feed;
+  self->finish = decoder_finish;
   self->free = decoder_free;
   self->chat = g_object_ref (chat);
   self->clock = clock != NULL ? g_object_ref (clock) : g_object_ref (kaged_clock_get_default ());
@@ -257,8 +240,6 @@ kaged_stream_decoder_new_sse (gsize              size,
   g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
 
   self = decoder_new (size, chat, clock);
-  self->feed = sse_feed;
-  self->finish = sse_finish;
   self->sse = kaged_sse_parser_new (on_event, self);
   kaged_sse_parser_set_max_size (self->sse, max_event_size);
 
@@ -267,8 +248,7 @@ kaged_stream_decoder_new_sse (gsize              size,
 
 /**
  * kaged_stream_decoder_new_ndjson:
- * @size: the size of the provider's decoder struct, which starts with a
- *   #KagedStreamDecoder; the rest is zeroed
+ * @size: as for kaged_stream_decoder_new_sse()
  * @on_line: called with each line and the decoder
  * @chat: where the reply goes
  * @clock: (nullable): dates waits in stream errors
@@ -289,8 +269,6 @@ kaged_stream_decoder_new_ndjson (gsize                size,
   g_return_val_if_fail (KAGED_IS_CHAT (chat), NULL);
 
   self = decoder_new (size, chat, clock);
-  self->feed = ndjson_feed;
-  self->finish = ndjson_finish;
   self->ndjson = kaged_ndjson_parser_new (on_line, self);
   kaged_ndjson_parser_set_max_size (self->ndjson, max_event_size);
 

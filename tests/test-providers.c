@@ -330,6 +330,105 @@ run_chat (KagedProvider *provider,
   g_assert_true (call->ok == (call->error == NULL));
 }
 
+static const char *
+stream_type (Kind kind)
+{
+  return kind == OLLAMA ? "application/x-ndjson" : "text/event-stream";
+}
+
+/* One call: a server the test starts, a provider pointed at it, a chat. */
+typedef struct
+{
+  Server        *server;
+  KagedProvider *provider;
+  KagedChat     *chat;
+  Call           call;
+} Case;
+
+static Case *
+case_new (Kind        kind,
+          const char *api_key)
+{
+  Case *c = g_new0 (Case, 1);
+
+  c->server = server_new ();
+  c->provider = provider_new (kind, c->server, api_key);
+  c->chat = chat_new ();
+
+  return c;
+}
+
+static void
+case_free (Case *c)
+{
+  if (c->call.text != NULL)
+    call_clear (&c->call);
+  g_clear_object (&c->chat);
+  g_clear_object (&c->provider);
+  server_free (c->server);
+  g_free (c);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Case, case_free)
+
+/* Runs the chat; what an earlier run of the case left is cleared first. */
+static void
+case_run (Case         *c,
+          GCancellable *cancellable)
+{
+  if (c->call.text != NULL)
+    call_clear (&c->call);
+  run_chat (c->provider, c->chat, cancellable, &c->call);
+}
+
+/* Each provider's fixture. */
+static const char * const fixtures[] = {
+  "openai-stream.sse", "anthropic-stream.sse", "ollama-stream.ndjson",
+};
+
+/* The first bytes of each fixture up to (not including) its Nth delta-bearing piece. */
+static const struct {
+  const char *cut_after;
+  const char *partial;
+} cuts[] = {
+  [OPENAI] = { "\"content\":\"café\"", "Bonjour, le café" },
+  [ANTHROPIC] = { "trois « r »", "Il y a trois « r »" },
+  [OLLAMA] = { "、世界", "こんにちは、世界" },
+};
+
+static gsize
+cut_length (const char *body,
+            const char *after)
+{
+  const char *at = strstr (body, after);
+  const char *end;
+
+  g_assert_nonnull (at);
+  end = strstr (at, "\n\n");
+  if (end == NULL || strstr (at, "\n") < end)
+    end = strchr (at, '\n');
+  /* Keep the event's ending, so the cut falls between two events. */
+  while (*end == '\n')
+    end++;
+  return end - body;
+}
+
+/* Answers with the stream @name, whole or cut just after @cut_after. */
+static void
+case_answer_fixture (Case       *c,
+                     Kind        kind,
+                     const char *name,
+                     const char *cut_after)
+{
+  g_autofree char *body = NULL;
+  gsize len = 0;
+
+  body = read_fixture (name, &len);
+  if (cut_after != NULL)
+    len = cut_length (body, cut_after);
+  server_answer (c->server, 200, stream_type (kind), body, len);
+}
+
 static JsonObject *
 request_json (Server      *server,
               JsonParser **parser)
@@ -342,160 +441,144 @@ request_json (Server      *server,
   return json_node_get_object (json_parser_get_root (*parser));
 }
 
-static void
-assert_message (JsonArray  *messages,
-                guint       index,
-                const char *role,
-                const char *content)
-{
-  JsonObject *message = json_array_get_object_element (messages, index);
+/* The chat of chat_new() as OpenAI and Ollama take it. */
+static const char * const chat_messages[] = {
+  "system", "Be brief.",
+  "system", "Earlier: the user likes coffee.",
+  "user", "Bonjour",
+  "assistant", "Salut !",
+  "user", "Le café ?",
+  "user", "Avec du lait.",
+  NULL,
+};
 
-  g_assert_cmpstr (json_object_get_string_member (message, "role"), ==, role);
-  g_assert_cmpstr (json_object_get_string_member (message, "content"), ==, content);
+/* And as Anthropic takes it: system apart, one turn a role. */
+static const char * const merged_messages[] = {
+  "user", "Bonjour",
+  "assistant", "Salut !",
+  "user", "Le café ?\n\nAvec du lait.",
+  NULL,
+};
+
+typedef struct
+{
+  const char        *path;
+  Kind               kind;
+  const char        *api_key;
+  const char        *fixture;
+  const char        *content_type;
+
+  /* What the reply was */
+  const char        *text;
+  const char        *thinking;
+  const char        *finish_reason;
+  gint64             input_tokens;    /* -1: not said */
+  gint64             output_tokens;
+
+  /* What was asked; request_path NULL: the request is not looked at */
+  const char        *request_path;
+  const char        *model;
+  const char        *system;
+  gint64             max_tokens;      /* -1: none sent */
+  gboolean           include_usage;
+  const char * const *messages;
+} StreamRow;
+
+static const StreamRow stream_rows[] = {
+  { "/providers/openai/stream", OPENAI, API_KEY, "openai-stream.sse", "text/event-stream",
+    "Bonjour, le café est prêt ☕.", "", "stop", 19, 9,
+    "/v1/chat/completions", "gpt-4o-mini", NULL, -1, TRUE, chat_messages },
+  { "/providers/openai/reasoning-without-key", OPENAI, NULL, "openai-reasoning.sse",
+    "text/event-stream; charset=utf-8",
+    "2 + 2 = 4", "The user asks for 2+2.", "length", -1, 17,
+    NULL, NULL, NULL, -1, FALSE, NULL },
+  { "/providers/anthropic/stream", ANTHROPIC, API_KEY, "anthropic-stream.sse", "text/event-stream",
+    "Il y a trois « r » dans “strawberry” 🍓.", "Let me count the letters.", "end_turn", 472, 58,
+    "/v1/messages", "claude-sonnet-4-5", "Be brief.\n\nEarlier: the user likes coffee.", 4096, FALSE,
+    merged_messages },
+  { "/providers/ollama/stream", OLLAMA, NULL, "ollama-stream.ndjson", "application/x-ndjson",
+    "こんにちは、世界！", "Greeting in Japanese…simple.", "stop", 26, 282,
+    "/api/chat", "qwen3:8b", NULL, -1, FALSE, chat_messages },
+};
+
+/* How the key went: as x-api-key to Anthropic, else as a bearer token. */
+static void
+assert_key_sent (Server     *server,
+                 Kind        kind,
+                 const char *api_key)
+{
+  SoupMessageHeaders *headers = server->request_headers;
+  g_autofree char *bearer = NULL;
+
+  if (kind == ANTHROPIC)
+    {
+      g_assert_cmpstr (soup_message_headers_get_one (headers, "x-api-key"), ==, api_key);
+      g_assert_cmpstr (soup_message_headers_get_one (headers, "anthropic-version"), ==, "2023-06-01");
+      g_assert_null (soup_message_headers_get_one (headers, "Authorization"));
+      return;
+    }
+
+  if (api_key != NULL)
+    bearer = g_strconcat ("Bearer ", api_key, NULL);
+  g_assert_cmpstr (soup_message_headers_get_one (headers, "Authorization"), ==, bearer);
 }
 
 static void
-test_openai_stream (void)
+assert_request (const StreamRow *row,
+                Server          *server)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
-  g_autoptr(KagedChat) chat = chat_new ();
   g_autoptr(JsonParser) parser = NULL;
-  g_autofree char *body = NULL;
-  gsize len = 0;
   JsonObject *request;
   JsonArray *messages;
-  Call call = { 0, };
+  guint n = 0;
 
-  body = read_fixture ("openai-stream.sse", &len);
-  server_answer (server, 200, "text/event-stream", body, len);
-  run_chat (provider, chat, NULL, &call);
+  g_assert_cmpstr (server->path, ==, row->request_path);
 
-  g_assert_no_error (call.error);
-  g_assert_cmpstr (call.text->str, ==, "Bonjour, le café est prêt ☕.");
-  g_assert_cmpstr (call.thinking->str, ==, "");
-  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "stop");
-  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 19);
-  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 9);
-
-  g_assert_cmpstr (server->path, ==, "/v1/chat/completions");
-  g_assert_cmpstr (soup_message_headers_get_one (server->request_headers, "Authorization"), ==,
-                   "Bearer " API_KEY);
   request = request_json (server, &parser);
-  g_assert_cmpstr (json_object_get_string_member (request, "model"), ==, "gpt-4o-mini");
+  g_assert_cmpstr (json_object_get_string_member (request, "model"), ==, row->model);
   g_assert_true (json_object_get_boolean_member (request, "stream"));
-  g_assert_true (json_object_get_boolean_member (json_object_get_object_member (request, "stream_options"),
-                                                 "include_usage"));
+  g_assert_cmpstr (json_object_get_string_member_with_default (request, "system", NULL), ==, row->system);
+  g_assert_cmpint (json_object_get_int_member_with_default (request, "max_tokens", -1), ==, row->max_tokens);
+  if (row->include_usage)
+    g_assert_true (json_object_get_boolean_member (json_object_get_object_member (request, "stream_options"),
+                                                   "include_usage"));
+  else
+    g_assert_false (json_object_has_member (request, "stream_options"));
+
   messages = json_object_get_array_member (request, "messages");
-  g_assert_cmpuint (json_array_get_length (messages), ==, 6);
-  assert_message (messages, 0, "system", "Be brief.");
-  assert_message (messages, 1, "system", "Earlier: the user likes coffee.");
-  assert_message (messages, 2, "user", "Bonjour");
-  assert_message (messages, 3, "assistant", "Salut !");
-  assert_message (messages, 4, "user", "Le café ?");
-  assert_message (messages, 5, "user", "Avec du lait.");
+  for (; row->messages[2 * n] != NULL; n++)
+    {
+      JsonObject *message = json_array_get_object_element (messages, n);
 
-  call_clear (&call);
+      g_assert_cmpstr (json_object_get_string_member (message, "role"), ==, row->messages[2 * n]);
+      g_assert_cmpstr (json_object_get_string_member (message, "content"), ==, row->messages[2 * n + 1]);
+    }
+  g_assert_cmpuint (json_array_get_length (messages), ==, n);
 }
 
 static void
-test_openai_reasoning_without_key (void)
+test_stream (gconstpointer data)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, NULL);
-  g_autoptr(KagedChat) chat = chat_new ();
+  const StreamRow *row = data;
+  g_autoptr(Case) c = case_new (row->kind, row->api_key);
   g_autofree char *body = NULL;
   gsize len = 0;
-  Call call = { 0, };
 
-  body = read_fixture ("openai-reasoning.sse", &len);
-  server_answer (server, 200, "text/event-stream; charset=utf-8", body, len);
-  run_chat (provider, chat, NULL, &call);
+  body = read_fixture (row->fixture, &len);
+  server_answer (c->server, 200, row->content_type, body, len);
+  case_run (c, NULL);
 
-  g_assert_no_error (call.error);
-  g_assert_cmpstr (call.thinking->str, ==, "The user asks for 2+2.");
-  g_assert_cmpstr (call.text->str, ==, "2 + 2 = 4");
-  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "length");
-  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 17);
-  g_assert_null (soup_message_headers_get_one (server->request_headers, "Authorization"));
+  g_assert_no_error (c->call.error);
+  g_assert_cmpstr (c->call.text->str, ==, row->text);
+  g_assert_cmpstr (c->call.thinking->str, ==, row->thinking);
+  g_assert_cmpstr (kaged_chat_get_finish_reason (c->chat), ==, row->finish_reason);
+  if (row->input_tokens >= 0)
+    g_assert_cmpint (kaged_chat_get_input_tokens (c->chat), ==, row->input_tokens);
+  g_assert_cmpint (kaged_chat_get_output_tokens (c->chat), ==, row->output_tokens);
 
-  call_clear (&call);
-}
-
-static void
-test_anthropic_stream (void)
-{
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
-  g_autoptr(KagedChat) chat = chat_new ();
-  g_autoptr(JsonParser) parser = NULL;
-  g_autofree char *body = NULL;
-  gsize len = 0;
-  JsonObject *request;
-  JsonArray *messages;
-  Call call = { 0, };
-
-  body = read_fixture ("anthropic-stream.sse", &len);
-  server_answer (server, 200, "text/event-stream", body, len);
-  run_chat (provider, chat, NULL, &call);
-
-  g_assert_no_error (call.error);
-  g_assert_cmpstr (call.thinking->str, ==, "Let me count the letters.");
-  g_assert_cmpstr (call.text->str, ==, "Il y a trois « r » dans “strawberry” 🍓.");
-  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "end_turn");
-  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 472);
-  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 58);
-
-  g_assert_cmpstr (server->path, ==, "/v1/messages");
-  g_assert_cmpstr (soup_message_headers_get_one (server->request_headers, "x-api-key"), ==, API_KEY);
-  g_assert_cmpstr (soup_message_headers_get_one (server->request_headers, "anthropic-version"), ==,
-                   "2023-06-01");
-  g_assert_null (soup_message_headers_get_one (server->request_headers, "Authorization"));
-
-  request = request_json (server, &parser);
-  g_assert_cmpint (json_object_get_int_member (request, "max_tokens"), ==, 4096);
-  g_assert_cmpstr (json_object_get_string_member (request, "system"), ==,
-                   "Be brief.\n\nEarlier: the user likes coffee.");
-  messages = json_object_get_array_member (request, "messages");
-  g_assert_cmpuint (json_array_get_length (messages), ==, 3);
-  assert_message (messages, 0, "user", "Bonjour");
-  assert_message (messages, 1, "assistant", "Salut !");
-  assert_message (messages, 2, "user", "Le café ?\n\nAvec du lait.");
-
-  call_clear (&call);
-}
-
-static void
-test_ollama_stream (void)
-{
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OLLAMA, server, NULL);
-  g_autoptr(KagedChat) chat = chat_new ();
-  g_autoptr(JsonParser) parser = NULL;
-  g_autofree char *body = NULL;
-  gsize len = 0;
-  JsonObject *request;
-  Call call = { 0, };
-
-  body = read_fixture ("ollama-stream.ndjson", &len);
-  server_answer (server, 200, "application/x-ndjson", body, len);
-  run_chat (provider, chat, NULL, &call);
-
-  g_assert_no_error (call.error);
-  g_assert_cmpstr (call.thinking->str, ==, "Greeting in Japanese…simple.");
-  g_assert_cmpstr (call.text->str, ==, "こんにちは、世界！");
-  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "stop");
-  g_assert_cmpint (kaged_chat_get_input_tokens (chat), ==, 26);
-  g_assert_cmpint (kaged_chat_get_output_tokens (chat), ==, 282);
-
-  g_assert_cmpstr (server->path, ==, "/api/chat");
-  g_assert_null (soup_message_headers_get_one (server->request_headers, "Authorization"));
-  request = request_json (server, &parser);
-  g_assert_cmpstr (json_object_get_string_member (request, "model"), ==, "qwen3:8b");
-  g_assert_true (json_object_get_boolean_member (request, "stream"));
-  g_assert_cmpuint (json_array_get_length (json_object_get_array_member (request, "messages")), ==, 6);
-
-  call_clear (&call);
+  assert_key_sent (c->server, row->kind, row->api_key);
+  if (row->request_path != NULL)
+    assert_request (row, c->server);
 }
 
 typedef struct
@@ -592,112 +675,68 @@ test_error_rows (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (rows[i].kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
-      Call call = { 0, };
+      g_autoptr(Case) c = case_new (rows[i].kind, API_KEY);
+      GError *error;
 
       g_test_message ("row %u: HTTP %u %s", i, rows[i].status, rows[i].body);
-      server_answer (server, rows[i].status, rows[i].content_type, rows[i].body, -1);
-      server_header (server, "x-request-id", "req_test_1");
+      server_answer (c->server, rows[i].status, rows[i].content_type, rows[i].body, -1);
+      server_header (c->server, "x-request-id", "req_test_1");
       if (rows[i].header_name != NULL)
-        server_header (server, rows[i].header_name, rows[i].header_value);
+        server_header (c->server, rows[i].header_name, rows[i].header_value);
 
-      run_chat (provider, chat, NULL, &call);
+      case_run (c, NULL);
+      error = c->call.error;
 
-      g_assert_error (call.error, KAGED_PROVIDER_ERROR, (int)rows[i].retry_class);
-      g_assert_cmpint (kaged_provider_error_get_retryable (call.error), ==,
+      g_assert_error (error, KAGED_PROVIDER_ERROR, (int)rows[i].retry_class);
+      g_assert_cmpint (kaged_provider_error_get_retryable (error), ==,
                        kaged_retry_class_is_retryable (rows[i].retry_class));
-      g_assert_cmpuint (kaged_provider_error_get_http_status (call.error), ==, rows[i].status);
-      g_assert_cmpint (kaged_provider_error_get_server_wait_ms (call.error), ==, rows[i].server_wait_ms);
-      g_assert_cmpstr (kaged_provider_error_get_wait_source (call.error), ==, rows[i].wait_source);
-      g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_test_1");
-      g_assert_false (kaged_chat_has_delta (chat));
-      g_assert_cmpstr (call.text->str, ==, "");
-      g_assert_cmpuint (server->n_requests, ==, 1);
+      g_assert_cmpuint (kaged_provider_error_get_http_status (error), ==, rows[i].status);
+      g_assert_cmpint (kaged_provider_error_get_server_wait_ms (error), ==, rows[i].server_wait_ms);
+      g_assert_cmpstr (kaged_provider_error_get_wait_source (error), ==, rows[i].wait_source);
+      g_assert_cmpstr (kaged_provider_error_get_request_id (error), ==, "req_test_1");
+      g_assert_false (kaged_chat_has_delta (c->chat));
+      g_assert_cmpstr (c->call.text->str, ==, "");
+      g_assert_cmpuint (c->server->n_requests, ==, 1);
 
       if (g_strcmp0 (rows[i].header_name, "x-should-retry") == 0)
-        g_assert_cmpint (kaged_provider_error_get_should_retry (call.error), ==, 0);
+        g_assert_cmpint (kaged_provider_error_get_should_retry (error), ==, 0);
       else
-        g_assert_cmpint (kaged_provider_error_get_should_retry (call.error), ==, -1);
-
-      call_clear (&call);
+        g_assert_cmpint (kaged_provider_error_get_should_retry (error), ==, -1);
     }
 }
 
 static void
 test_provider_message (void)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OLLAMA, server, NULL);
-  g_autoptr(KagedChat) chat = chat_new ();
-  Call call = { 0, };
+  g_autoptr(Case) c = case_new (OLLAMA, NULL);
 
-  server_answer (server, 404, "application/json",
+  server_answer (c->server, 404, "application/json",
                  "{\"error\":\"model \\\"qwen3:8b\\\" not found, try pulling it first\"}", -1);
-  run_chat (provider, chat, NULL, &call);
+  case_run (c, NULL);
 
-  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_INVALID_REQUEST);
-  g_assert_cmpstr (kaged_provider_error_get_provider_message (call.error), ==,
+  g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_INVALID_REQUEST);
+  g_assert_cmpstr (kaged_provider_error_get_provider_message (c->call.error), ==,
                    "model \"qwen3:8b\" not found, try pulling it first");
-  g_assert_cmpstr (call.error->message, ==,
+  g_assert_cmpstr (c->call.error->message, ==,
                    "The provider refused the request (HTTP 404): model \"qwen3:8b\" not found, try pulling it first");
-  call_clear (&call);
-}
-
-/* The first bytes of each fixture up to (not including) its Nth delta-bearing piece. */
-static const struct {
-  Kind        kind;
-  const char *fixture;
-  const char *cut_after;
-  const char *partial;
-} cuts[] = {
-  { OPENAI, "openai-stream.sse", "\"content\":\"café\"", "Bonjour, le café" },
-  { ANTHROPIC, "anthropic-stream.sse", "trois « r »", "Il y a trois « r »" },
-  { OLLAMA, "ollama-stream.ndjson", "、世界", "こんにちは、世界" },
-};
-
-static gsize
-cut_length (const char *body,
-            const char *after)
-{
-  const char *at = strstr (body, after);
-  const char *end;
-
-  g_assert_nonnull (at);
-  end = strstr (at, "\n\n");
-  if (end == NULL || strstr (at, "\n") < end)
-    end = strchr (at, '\n');
-  /* Keep the event's ending, so the cut falls between two events. */
-  while (*end == '\n')
-    end++;
-  return end - body;
 }
 
 static void
 test_stream_cut (void)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (cuts); i++)
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (cuts[i].kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
-      g_autofree char *body = NULL;
-      gsize len = 0;
-      Call call = { 0, };
+      g_autoptr(Case) c = case_new (kind, API_KEY);
 
-      body = read_fixture (cuts[i].fixture, &len);
-      server_answer (server, 200, cuts[i].kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
-                     body, cut_length (body, cuts[i].cut_after));
-      server_header (server, "request-id", "req_cut");
-      run_chat (provider, chat, NULL, &call);
+      case_answer_fixture (c, kind, fixtures[kind], cuts[kind].cut_after);
+      server_header (c->server, "request-id", "req_cut");
+      case_run (c, NULL);
 
-      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
-      g_assert_true (kaged_provider_error_get_retryable (call.error));
-      g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_cut");
-      g_assert_true (kaged_chat_has_delta (chat));
-      g_assert_cmpstr (call.text->str, ==, cuts[i].partial);
-      call_clear (&call);
+      g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+      g_assert_true (kaged_provider_error_get_retryable (c->call.error));
+      g_assert_cmpstr (kaged_provider_error_get_request_id (c->call.error), ==, "req_cut");
+      g_assert_true (kaged_chat_has_delta (c->chat));
+      g_assert_cmpstr (c->call.text->str, ==, cuts[kind].partial);
     }
 }
 
@@ -706,122 +745,96 @@ test_closed_without_answer (void)
 {
   for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
-      Call call = { 0, };
+      g_autoptr(Case) c = case_new (kind, API_KEY);
 
-      server_answer (server, 200, "text/event-stream", "", 0);
-      run_chat (provider, chat, NULL, &call);
+      server_answer (c->server, 200, "text/event-stream", "", 0);
+      case_run (c, NULL);
 
-      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
-      g_assert_false (kaged_chat_has_delta (chat));
-      call_clear (&call);
+      g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+      g_assert_false (kaged_chat_has_delta (c->chat));
     }
 }
 
-static void
-test_anthropic_overloaded_in_stream (void)
+/* An error the provider reports inside a successful stream. */
+typedef struct
 {
-  const char *before =
+  const char      *path;
+  Kind             kind;
+  const char      *api_key;
+  const char      *body;
+  const char      *request_id;        /* sent as request-id, and expected back */
+  KagedRetryClass  retry_class;
+  gboolean         retryable;
+  const char      *provider_message;  /* NULL: not looked at */
+  const char      *text;              /* what arrived before the error */
+} StreamErrorRow;
+
+static const StreamErrorRow stream_error_rows[] = {
+  /* Before any delta it is still the open call: nothing delivered. */
+  { "/providers/anthropic/overloaded-in-stream", ANTHROPIC, API_KEY,
     "event: message_start\n"
     "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"claude-sonnet-4-5\",\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n"
     "event: ping\n"
     "data: {\"type\":\"ping\"}\n\n"
     "event: error\n"
-    "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
-  const char *after =
+    "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+    "req_in_stream", KAGED_RETRY_CLASS_OVERLOADED, TRUE, "Overloaded", "" },
+  { "/providers/anthropic/overloaded-in-stream", ANTHROPIC, API_KEY,
     "event: message_start\n"
     "data: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n"
     "event: content_block_delta\n"
     "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Half a\"}}\n\n"
     "event: error\n"
-    "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+    "data: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
+    NULL, KAGED_RETRY_CLASS_OVERLOADED, TRUE, NULL, "Half a" },
+  { "/providers/openai/error-in-stream", OPENAI, API_KEY,
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
+    "data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\"}}\n\n",
+    NULL, KAGED_RETRY_CLASS_SERVER_ERROR, TRUE, NULL, "Hi" },
+  { "/providers/ollama/error-line", OLLAMA, NULL,
+    "{\"model\":\"qwen3:8b\",\"message\":{\"role\":\"assistant\",\"content\":\"Un\"},\"done\":false}\n"
+    "{\"error\":\"an error was encountered while running the model: CUDA error\"}\n",
+    NULL, KAGED_RETRY_CLASS_SERVER_ERROR, TRUE, "an error was encountered while running the model: CUDA error", "Un" },
+};
 
-  {
-    g_autoptr(Server) server = server_new ();
-    g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
-    g_autoptr(KagedChat) chat = chat_new ();
-    Call call = { 0, };
-
-    server_answer (server, 200, "text/event-stream", before, -1);
-    server_header (server, "request-id", "req_in_stream");
-    run_chat (provider, chat, NULL, &call);
-
-    /* Still the open call: overloaded, retryable, nothing delivered. */
-    g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
-    g_assert_true (kaged_provider_error_get_retryable (call.error));
-    g_assert_cmpstr (kaged_provider_error_get_provider_message (call.error), ==, "Overloaded");
-    g_assert_cmpstr (kaged_provider_error_get_request_id (call.error), ==, "req_in_stream");
-    g_assert_false (kaged_chat_has_delta (chat));
-    call_clear (&call);
-  }
-
-  {
-    g_autoptr(Server) server = server_new ();
-    g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
-    g_autoptr(KagedChat) chat = chat_new ();
-    Call call = { 0, };
-
-    server_answer (server, 200, "text/event-stream", after, -1);
-    run_chat (provider, chat, NULL, &call);
-
-    g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
-    g_assert_true (kaged_chat_has_delta (chat));
-    g_assert_cmpstr (call.text->str, ==, "Half a");
-    call_clear (&call);
-  }
-}
-
+/* Runs every row filed under the test's path. */
 static void
-test_openai_error_in_stream (void)
+test_stream_error (gconstpointer data)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
-  g_autoptr(KagedChat) chat = chat_new ();
-  Call call = { 0, };
+  const char *path = data;
 
-  server_answer (server, 200, "text/event-stream",
-                 "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n"
-                 "data: {\"error\":{\"message\":\"The server had an error while processing your request.\",\"type\":\"server_error\"}}\n\n",
-                 -1);
-  run_chat (provider, chat, NULL, &call);
+  for (guint i = 0; i < G_N_ELEMENTS (stream_error_rows); i++)
+    {
+      const StreamErrorRow *row = &stream_error_rows[i];
+      g_autoptr(Case) c = NULL;
 
-  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_SERVER_ERROR);
-  g_assert_cmpstr (call.text->str, ==, "Hi");
-  call_clear (&call);
-}
+      if (strcmp (row->path, path) != 0)
+        continue;
 
-static void
-test_ollama_error_line (void)
-{
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OLLAMA, server, NULL);
-  g_autoptr(KagedChat) chat = chat_new ();
-  Call call = { 0, };
+      c = case_new (row->kind, row->api_key);
+      server_answer (c->server, 200, stream_type (row->kind), row->body, -1);
+      if (row->request_id != NULL)
+        server_header (c->server, "request-id", row->request_id);
+      case_run (c, NULL);
 
-  server_answer (server, 200, "application/x-ndjson",
-                 "{\"model\":\"qwen3:8b\",\"message\":{\"role\":\"assistant\",\"content\":\"Un\"},\"done\":false}\n"
-                 "{\"error\":\"an error was encountered while running the model: CUDA error\"}\n",
-                 -1);
-  run_chat (provider, chat, NULL, &call);
-
-  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_SERVER_ERROR);
-  g_assert_cmpstr (kaged_provider_error_get_provider_message (call.error), ==,
-                   "an error was encountered while running the model: CUDA error");
-  g_assert_cmpstr (call.text->str, ==, "Un");
-  call_clear (&call);
+      g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, (int)row->retry_class);
+      g_assert_cmpint (kaged_provider_error_get_retryable (c->call.error), ==, row->retryable);
+      if (row->provider_message != NULL)
+        g_assert_cmpstr (kaged_provider_error_get_provider_message (c->call.error), ==,
+                         row->provider_message);
+      if (row->request_id != NULL)
+        g_assert_cmpstr (kaged_provider_error_get_request_id (c->call.error), ==, row->request_id);
+      g_assert_cmpint (kaged_chat_has_delta (c->chat), ==, row->text[0] != '\0');
+      g_assert_cmpstr (c->call.text->str, ==, row->text);
+    }
 }
 
 static void
 test_unknown_fields_and_events (void)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
-  g_autoptr(KagedChat) chat = chat_new ();
-  Call call = { 0, };
+  g_autoptr(Case) c = case_new (OPENAI, API_KEY);
 
-  server_answer (server, 200, "text/event-stream",
+  server_answer (c->server, 200, "text/event-stream",
                  ": OPENROUTER PROCESSING\n\n"
                  "event: keepalive\ndata: {\"ts\":1}\n\n"
                  "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"A\",\"annotations\":[]},\"logprobs\":{\"content\":[]},\"native_finish_reason\":null,\"finish_reason\":null}],\"provider\":\"Some\",\"usage\":null}\n\n"
@@ -830,35 +843,30 @@ test_unknown_fields_and_events (void)
                  "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"B\"},\"finish_reason\":\"stop\"}]}\n\n"
                  "data: [DONE]\n\n",
                  -1);
-  run_chat (provider, chat, NULL, &call);
+  case_run (c, NULL);
 
-  g_assert_no_error (call.error);
-  g_assert_cmpstr (call.text->str, ==, "AB");
-  g_assert_cmpstr (kaged_chat_get_finish_reason (chat), ==, "stop");
-  call_clear (&call);
+  g_assert_no_error (c->call.error);
+  g_assert_cmpstr (c->call.text->str, ==, "AB");
+  g_assert_cmpstr (kaged_chat_get_finish_reason (c->chat), ==, "stop");
 }
 
 static void
 test_over_cap (void)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
-  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(Case) c = case_new (OPENAI, API_KEY);
   g_autoptr(GString) body = g_string_new ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-  Call call = { 0, };
 
   for (guint i = 0; i < 256 * 1024; i++)
     g_string_append_c (body, 'z');
   g_string_append (body, "\"}}]}\n\ndata: [DONE]\n\n");
 
-  g_object_set (provider, "max-event-size", (guint64)(64 * 1024), NULL);
-  server_answer (server, 200, "text/event-stream", body->str, body->len);
-  run_chat (provider, chat, NULL, &call);
+  g_object_set (c->provider, "max-event-size", (guint64)(64 * 1024), NULL);
+  server_answer (c->server, 200, "text/event-stream", body->str, body->len);
+  case_run (c, NULL);
 
-  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
-  g_assert_false (kaged_provider_error_get_retryable (call.error));
-  g_assert_cmpstr (call.text->str, ==, "");
-  call_clear (&call);
+  g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_assert_false (kaged_provider_error_get_retryable (c->call.error));
+  g_assert_cmpstr (c->call.text->str, ==, "");
 }
 
 static gboolean
@@ -873,35 +881,27 @@ test_cancel_open (void)
 {
   for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
+      g_autoptr(Case) c = case_new (kind, API_KEY);
       g_autoptr(GCancellable) cancellable = g_cancellable_new ();
       gint64 started = g_get_monotonic_time ();
-      Call call = { 0, };
 
-      server->mode = MODE_STALL_OPEN;
+      c->server->mode = MODE_STALL_OPEN;
       g_timeout_add (50, cancel_later, cancellable);
-      run_chat (provider, chat, cancellable, &call);
+      case_run (c, cancellable);
 
-      g_assert_error (call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      g_assert_error (c->call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
       g_assert_cmpint (g_get_monotonic_time () - started, <, 5 * G_USEC_PER_SEC);
-      g_assert_cmpuint (server->n_requests, ==, 1);
-      call_clear (&call);
+      g_assert_cmpuint (c->server->n_requests, ==, 1);
     }
 
   /* Cancelled before it started: nothing is sent. */
   {
-    g_autoptr(Server) server = server_new ();
-    g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
-    g_autoptr(KagedChat) chat = chat_new ();
+    g_autoptr(Case) c = case_new (OPENAI, API_KEY);
     g_autoptr(GCancellable) cancellable = g_cancellable_new ();
-    Call call = { 0, };
 
     g_cancellable_cancel (cancellable);
-    run_chat (provider, chat, cancellable, &call);
-    g_assert_error (call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
-    call_clear (&call);
+    case_run (c, cancellable);
+    g_assert_error (c->call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
   }
 }
 
@@ -911,46 +911,47 @@ static const char *stall_bodies[] = {
   "{\"message\":{\"role\":\"assistant\",\"content\":\"Partial\"},\"done\":false}\n",
 };
 
+/* A case whose server sends @body, then keeps the connection open. */
+static Case *
+case_new_stalled (Kind        kind,
+                  const char *body)
+{
+  Case *c = case_new (kind, API_KEY);
+
+  c->server->mode = MODE_STALL_BODY;
+  server_answer (c->server, 200, stream_type (kind), body, -1);
+
+  return c;
+}
+
 static void
 test_cancel_stream (void)
 {
   for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
+      g_autoptr(Case) c = case_new_stalled (kind, stall_bodies[kind]);
       g_autoptr(GCancellable) cancellable = g_cancellable_new ();
-      Call call = { 0, };
 
-      server->mode = MODE_STALL_BODY;
-      server_answer (server, 200, kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
-                     stall_bodies[kind], -1);
-      call.cancel_on_delta = cancellable;
-      run_chat (provider, chat, cancellable, &call);
+      c->call.cancel_on_delta = cancellable;
+      case_run (c, cancellable);
 
-      g_assert_error (call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
-      g_assert_cmpstr (call.text->str, ==, "Partial");
-      call_clear (&call);
-      call.cancel_on_delta = NULL;
+      g_assert_error (c->call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+      g_assert_cmpstr (c->call.text->str, ==, "Partial");
     }
 }
 
 static void
 test_first_byte_timeout (void)
 {
-  g_autoptr(Server) server = server_new ();
-  g_autoptr(KagedProvider) provider = provider_new (ANTHROPIC, server, API_KEY);
-  g_autoptr(KagedChat) chat = chat_new ();
-  Call call = { 0, };
+  g_autoptr(Case) c = case_new (ANTHROPIC, API_KEY);
 
-  server->mode = MODE_STALL_OPEN;
-  g_object_set (provider, "first-byte-timeout-ms", 150, NULL);
-  run_chat (provider, chat, NULL, &call);
+  c->server->mode = MODE_STALL_OPEN;
+  g_object_set (c->provider, "first-byte-timeout-ms", 150, NULL);
+  case_run (c, NULL);
 
-  g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_TIMEOUT);
-  g_assert_true (kaged_provider_error_get_retryable (call.error));
-  g_assert_cmpuint (kaged_provider_error_get_http_status (call.error), ==, 0);
-  call_clear (&call);
+  g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_TIMEOUT);
+  g_assert_true (kaged_provider_error_get_retryable (c->call.error));
+  g_assert_cmpuint (kaged_provider_error_get_http_status (c->call.error), ==, 0);
 }
 
 static void
@@ -959,38 +960,25 @@ test_idle_timeout (void)
   /* After the first delta a stalled stream is a cut: network, partial kept. */
   for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
-      Call call = { 0, };
+      g_autoptr(Case) c = case_new_stalled (kind, stall_bodies[kind]);
 
-      server->mode = MODE_STALL_BODY;
-      server_answer (server, 200, kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
-                     stall_bodies[kind], -1);
-      g_object_set (provider, "idle-timeout-ms", 150, NULL);
-      run_chat (provider, chat, NULL, &call);
+      g_object_set (c->provider, "idle-timeout-ms", 150, NULL);
+      case_run (c, NULL);
 
-      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
-      g_assert_true (kaged_provider_error_get_retryable (call.error));
-      g_assert_cmpstr (call.text->str, ==, "Partial");
-      call_clear (&call);
+      g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_NETWORK);
+      g_assert_true (kaged_provider_error_get_retryable (c->call.error));
+      g_assert_cmpstr (c->call.text->str, ==, "Partial");
     }
 
   /* Before it, a timeout. */
   {
-    g_autoptr(Server) server = server_new ();
-    g_autoptr(KagedProvider) provider = provider_new (OPENAI, server, API_KEY);
-    g_autoptr(KagedChat) chat = chat_new ();
-    Call call = { 0, };
+    g_autoptr(Case) c = case_new_stalled (OPENAI, ": waiting\n\n");
 
-    server->mode = MODE_STALL_BODY;
-    server_answer (server, 200, "text/event-stream", ": waiting\n\n", -1);
-    g_object_set (provider, "idle-timeout-ms", 150, NULL);
-    run_chat (provider, chat, NULL, &call);
+    g_object_set (c->provider, "idle-timeout-ms", 150, NULL);
+    case_run (c, NULL);
 
-    g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_TIMEOUT);
-    g_assert_false (kaged_chat_has_delta (chat));
-    call_clear (&call);
+    g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_TIMEOUT);
+    g_assert_false (kaged_chat_has_delta (c->chat));
   }
 }
 
@@ -998,30 +986,18 @@ test_idle_timeout (void)
 static void
 test_done_while_open (void)
 {
-  static const char * const fixtures[] = {
-    "openai-stream.sse", "anthropic-stream.sse", "ollama-stream.ndjson",
-  };
-
   for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
-      g_autofree char *body = NULL;
+      g_autoptr(Case) c = case_new (kind, API_KEY);
       gint64 started = g_get_monotonic_time ();
-      gsize len = 0;
-      Call call = { 0, };
 
-      body = read_fixture (fixtures[kind], &len);
-      server->mode = MODE_STALL_BODY;
-      server_answer (server, 200, kind == OLLAMA ? "application/x-ndjson" : "text/event-stream",
-                     body, len);
-      run_chat (provider, chat, NULL, &call);
+      c->server->mode = MODE_STALL_BODY;
+      case_answer_fixture (c, kind, fixtures[kind], NULL);
+      case_run (c, NULL);
 
-      g_assert_no_error (call.error);
-      g_assert_cmpuint (call.text->len, >, 0);
+      g_assert_no_error (c->call.error);
+      g_assert_cmpuint (c->call.text->len, >, 0);
       g_assert_cmpint (g_get_monotonic_time () - started, <, 10 * G_USEC_PER_SEC);
-      call_clear (&call);
     }
 }
 
@@ -1195,42 +1171,37 @@ test_key_never_logged (void)
                                            API_KEY);
   g_autofree char *echo_anthropic = g_strdup_printf ("{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key %s\"}}",
                                                      API_KEY);
-  g_autofree char *body = NULL;
-  gsize len = 0;
 
-  body = read_fixture ("openai-stream.sse", &len);
   g_string_truncate (logged, 0);
 
   for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
     {
-      g_autoptr(Server) server = server_new ();
-      g_autoptr(KagedProvider) provider = provider_new (kind, server, API_KEY);
-      g_autoptr(KagedChat) chat = chat_new ();
-      g_autoptr(KagedChat) chat2 = chat_new ();
-      Call call = { 0, };
+      g_autoptr(Case) c = case_new (kind, API_KEY);
+      GParamSpec *pspec;
 
       /* A success, then a failure whose body repeats the key. */
-      server_answer (server, 200, "text/event-stream", body, len);
-      run_chat (provider, chat, NULL, &call);
-      call_clear (&call);
+      case_answer_fixture (c, OPENAI, "openai-stream.sse", NULL);
+      case_run (c, NULL);
 
-      server_answer (server, 401, "application/json", kind == ANTHROPIC ? echo_anthropic : echo, -1);
-      run_chat (provider, chat2, NULL, &call);
-      g_assert_error (call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_AUTH_FAILED);
-      g_assert_null (strstr (call.error->message, API_KEY));
-      g_assert_null (strstr (kaged_provider_error_get_provider_message (call.error), API_KEY));
-      g_assert_nonnull (strstr (call.error->message, "[redacted]"));
-      call_clear (&call);
+      g_object_unref (c->chat);
+      c->chat = chat_new ();
+      server_answer (c->server, 401, "application/json", kind == ANTHROPIC ? echo_anthropic : echo, -1);
+      case_run (c, NULL);
+      g_assert_error (c->call.error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_AUTH_FAILED);
+      g_assert_null (strstr (c->call.error->message, API_KEY));
+      g_assert_null (strstr (kaged_provider_error_get_provider_message (c->call.error), API_KEY));
+      g_assert_nonnull (strstr (c->call.error->message, "[redacted]"));
 
       /* The key did reach the server, where it belongs. */
       g_assert_nonnull (strstr (kind == ANTHROPIC
-                                  ? soup_message_headers_get_one (server->request_headers, "x-api-key")
-                                  : soup_message_headers_get_one (server->request_headers, "Authorization"),
+                                  ? soup_message_headers_get_one (c->server->request_headers, "x-api-key")
+                                  : soup_message_headers_get_one (c->server->request_headers, "Authorization"),
                                 API_KEY));
 
       /* And it cannot be read back from the provider. */
-      g_assert_true (g_object_class_find_property (G_OBJECT_GET_CLASS (provider), "api-key")->flags & G_PARAM_WRITABLE);
-      g_assert_false (g_object_class_find_property (G_OBJECT_GET_CLASS (provider), "api-key")->flags & G_PARAM_READABLE);
+      pspec = g_object_class_find_property (G_OBJECT_GET_CLASS (c->provider), "api-key");
+      g_assert_true (pspec->flags & G_PARAM_WRITABLE);
+      g_assert_false (pspec->flags & G_PARAM_READABLE);
     }
 
   /* Something was logged (debug messages are on), and never the key. */
@@ -1353,17 +1324,18 @@ main (int   argc,
 
   g_test_add_func ("/chat/split-characters", test_chat_split_characters);
   g_test_add_func ("/chat/attempts-and-usage", test_chat_attempts_and_usage);
-  g_test_add_func ("/providers/openai/stream", test_openai_stream);
-  g_test_add_func ("/providers/openai/reasoning-without-key", test_openai_reasoning_without_key);
-  g_test_add_func ("/providers/anthropic/stream", test_anthropic_stream);
-  g_test_add_func ("/providers/ollama/stream", test_ollama_stream);
+  for (guint i = 0; i < G_N_ELEMENTS (stream_rows); i++)
+    g_test_add_data_func (stream_rows[i].path, &stream_rows[i], test_stream);
   g_test_add_func ("/providers/error-rows", test_error_rows);
   g_test_add_func ("/providers/provider-message", test_provider_message);
   g_test_add_func ("/providers/stream-cut", test_stream_cut);
   g_test_add_func ("/providers/closed-without-answer", test_closed_without_answer);
-  g_test_add_func ("/providers/anthropic/overloaded-in-stream", test_anthropic_overloaded_in_stream);
-  g_test_add_func ("/providers/openai/error-in-stream", test_openai_error_in_stream);
-  g_test_add_func ("/providers/ollama/error-line", test_ollama_error_line);
+  for (guint i = 0; i < G_N_ELEMENTS (stream_error_rows); i++)
+    {
+      /* Rows filed under one path run as one test. */
+      if (i == 0 || strcmp (stream_error_rows[i].path, stream_error_rows[i - 1].path) != 0)
+        g_test_add_data_func (stream_error_rows[i].path, stream_error_rows[i].path, test_stream_error);
+    }
   g_test_add_func ("/providers/unknown-fields-and-events", test_unknown_fields_and_events);
   g_test_add_func ("/providers/over-cap", test_over_cap);
   g_test_add_func ("/providers/cancel-open", test_cancel_open);

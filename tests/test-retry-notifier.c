@@ -1,0 +1,363 @@
+/* test-retry-notifier.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * The notifications of Tier 2 retries, as the desktop receives them: the
+ * test runs its own session bus and owns org.gtk.Notifications on it.
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "kaged-fake-server.h"
+#include "kaged-http.h"
+#include "kaged-keyring.h"
+#include "kaged-retry-notifier.h"
+
+#define APP_ID "io.github.kaged.Kaged.NotifierTest"
+
+static const char notifications_xml[] =
+  "<node>"
+  "  <interface name='org.gtk.Notifications'>"
+  "    <method name='AddNotification'>"
+  "      <arg type='s' direction='in'/>"
+  "      <arg type='s' direction='in'/>"
+  "      <arg type='a{sv}' direction='in'/>"
+  "    </method>"
+  "    <method name='RemoveNotification'>"
+  "      <arg type='s' direction='in'/>"
+  "      <arg type='s' direction='in'/>"
+  "    </method>"
+  "  </interface>"
+  "</node>";
+
+typedef struct
+{
+  char     *id;
+  GVariant *notification;   /* NULL: removed */
+} Event;
+
+typedef struct
+{
+  GTestDBus           *bus;
+  GDBusConnection     *connection;
+  guint                registration;
+  guint                owner;
+  GPtrArray           *events;
+
+  char                *dir;
+  char                *db_path;
+  KagedClock          *clock;
+  KagedFakeServer     *server;
+  char                *url;
+  KagedStore          *store;
+  KagedSessionManager *manager;
+  KagedRetryCoordinator *coordinator;
+  GApplication        *application;
+  KagedRetryNotifier  *notifier;
+  KagedSession        *session;
+} Fixture;
+
+static void
+event_free (Event *event)
+{
+  g_free (event->id);
+  g_clear_pointer (&event->notification, g_variant_unref);
+  g_free (event);
+}
+
+static void
+method_call_cb (GDBusConnection       *connection,
+                const char            *sender,
+                const char            *object_path,
+                const char            *interface_name,
+                const char            *method_name,
+                GVariant              *parameters,
+                GDBusMethodInvocation *invocation,
+                gpointer               user_data)
+{
+  Fixture *fixture = user_data;
+  Event *event = g_new0 (Event, 1);
+  const char *app_id = NULL;
+  const char *id = NULL;
+
+  if (g_str_equal (method_name, "AddNotification"))
+    g_variant_get (parameters, "(&s&s@a{sv})", &app_id, &id, &event->notification);
+  else
+    g_variant_get (parameters, "(&s&s)", &app_id, &id);
+
+  g_assert_cmpstr (app_id, ==, APP_ID);
+  event->id = g_strdup (id);
+  g_ptr_array_add (fixture->events, event);
+
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
+static const GDBusInterfaceVTable vtable = { method_call_cb, NULL, NULL, { 0 } };
+
+static gboolean
+name_owned (GDBusConnection *connection)
+{
+  g_autoptr(GVariant) reply = NULL;
+  gboolean owned = FALSE;
+
+  reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "NameHasOwner",
+                                       g_variant_new ("(s)", "org.gtk.Notifications"),
+                                       G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE, -1,
+                                       NULL, NULL);
+  if (reply != NULL)
+    g_variant_get (reply, "(b)", &owned);
+
+  return owned;
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GDBusNodeInfo) info = g_dbus_node_info_new_for_xml (notifications_xml, NULL);
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedRandom) random = kaged_random_new_with_seed (5);
+  g_autoptr(KagedResolver) resolver = NULL;
+  g_autoptr(KagedProfile) profile = NULL;
+
+  fixture->events = g_ptr_array_new_with_free_func ((GDestroyNotify)event_free);
+
+  fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+  g_test_dbus_up (fixture->bus);
+  fixture->connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  g_assert_no_error (error);
+
+  fixture->registration =
+    g_dbus_connection_register_object (fixture->connection, "/org/gtk/Notifications",
+                                       info->interfaces[0], &vtable, fixture, NULL, &error);
+  g_assert_no_error (error);
+  fixture->owner = g_bus_own_name_on_connection (fixture->connection, "org.gtk.Notifications",
+                                                 G_BUS_NAME_OWNER_FLAGS_NONE,
+                                                 NULL, NULL, NULL, NULL);
+  while (!name_owned (fixture->connection))
+    g_main_context_iteration (NULL, TRUE);
+
+  fixture->application = g_application_new (APP_ID, G_APPLICATION_DEFAULT_FLAGS);
+  g_application_register (fixture->application, NULL, &error);
+  g_assert_no_error (error);
+
+  fixture->dir = g_dir_make_tmp ("kaged-notifier-XXXXXX", &error);
+  g_assert_no_error (error);
+  fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
+  fixture->clock = kaged_fake_clock_new (1764400000000);
+
+  /* Rate limited for 50 minutes, then a reply. */
+  fixture->server = kaged_fake_server_new (
+    "[{\"status\": 429, \"headers\": {\"retry-after\": \"3000\"}, "
+    "  \"body\": {\"error\": {\"message\": \"Rate limit reached\", \"type\": \"requests\", "
+    "  \"code\": \"rate_limit_exceeded\"}}},"
+    " {\"kind\": \"openai\", \"text\": \"Here you are\"}]", &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (fixture->server, 0, &error);
+  g_assert_no_error (error);
+  fixture->url = kaged_fake_server_get_url (fixture->server);
+
+  fixture->store = kaged_store_open (fixture->db_path, &error);
+  g_assert_no_error (error);
+  resolver = kaged_resolver_new_full (kaged_http_get_default_session (), keyring,
+                                      fixture->clock, random);
+  profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, fixture->url, "test-model");
+  fixture->manager = kaged_session_manager_new (fixture->store, fixture->clock);
+  kaged_session_manager_set_model (fixture->manager, resolver, profile);
+
+  fixture->coordinator = kaged_retry_coordinator_new (fixture->manager, NULL, NULL);
+  fixture->notifier = kaged_retry_notifier_new (fixture->application, fixture->coordinator,
+                                                fixture->manager);
+
+  fixture->session = kaged_session_manager_create_session (fixture->manager, "Trip to Lyon",
+                                                           &error);
+  g_assert_no_error (error);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autofree char *wal = g_strconcat (fixture->db_path, "-wal", NULL);
+  g_autofree char *shm = g_strconcat (fixture->db_path, "-shm", NULL);
+
+  kaged_session_manager_shutdown (fixture->manager);
+  g_clear_object (&fixture->notifier);
+  g_clear_object (&fixture->coordinator);
+  g_clear_object (&fixture->session);
+  g_clear_object (&fixture->manager);
+  g_clear_object (&fixture->store);
+  g_clear_object (&fixture->server);
+  g_clear_object (&fixture->clock);
+  g_clear_object (&fixture->application);
+  g_clear_pointer (&fixture->url, g_free);
+
+  g_bus_unown_name (fixture->owner);
+  g_dbus_connection_unregister_object (fixture->connection, fixture->registration);
+  g_clear_object (&fixture->connection);
+  g_test_dbus_down (fixture->bus);
+  g_clear_object (&fixture->bus);
+  g_clear_pointer (&fixture->events, g_ptr_array_unref);
+
+  g_unlink (wal);
+  g_unlink (shm);
+  g_unlink (fixture->db_path);
+  g_rmdir (fixture->dir);
+  g_clear_pointer (&fixture->db_path, g_free);
+  g_clear_pointer (&fixture->dir, g_free);
+}
+
+static void
+wait_events (Fixture *fixture,
+             guint    n)
+{
+  for (guint i = 0; i < 5000 && fixture->events->len < n; i++)
+    g_main_context_iteration (NULL, TRUE);
+
+  g_assert_cmpuint (fixture->events->len, >=, n);
+}
+
+static KagedRetryScheduler *
+post_and_wait_scheduled (Fixture *fixture)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  KagedRetryScheduler *scheduler;
+
+  receipt = kaged_session_manager_post (fixture->manager, kaged_session_get_id (fixture->session),
+                                        "Trains from Paris?", &error);
+  g_assert_no_error (error);
+
+  scheduler = kaged_retry_coordinator_get_scheduler (fixture->coordinator,
+                                                     kaged_session_get_id (fixture->session));
+  for (guint i = 0; i < 5000 &&
+       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_SCHEDULED; i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
+
+  return scheduler;
+}
+
+static void
+assert_button (GVariant   *buttons,
+               guint       index,
+               const char *label,
+               const char *action,
+               gint64      target)
+{
+  g_autoptr(GVariant) button = g_variant_get_child_value (buttons, index);
+  g_autoptr(GVariant) button_target = NULL;
+  const char *button_label = NULL;
+  const char *button_action = NULL;
+
+  g_assert_true (g_variant_lookup (button, "label", "&s", &button_label));
+  g_assert_true (g_variant_lookup (button, "action", "&s", &button_action));
+  button_target = g_variant_lookup_value (button, "target", NULL);
+  g_assert_cmpstr (button_label, ==, label);
+  g_assert_cmpstr (button_action, ==, action);
+  g_assert_nonnull (button_target);
+  g_assert_cmpint (g_variant_get_int64 (button_target), ==, target);
+}
+
+static void
+test_scheduled_then_cancelled (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  g_autofree char *id = kaged_retry_notifier_dup_id (session_id);
+  g_autoptr(GVariant) buttons = NULL;
+  g_autoptr(GVariant) default_target = NULL;
+  KagedRetryScheduler *scheduler;
+  const char *title = NULL;
+  const char *body = NULL;
+  const char *default_action = NULL;
+  Event *event;
+
+  scheduler = post_and_wait_scheduled (fixture);
+  wait_events (fixture, 1);
+
+  event = g_ptr_array_index (fixture->events, 0);
+  g_assert_cmpstr (event->id, ==, id);
+  g_assert_nonnull (event->notification);
+  g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
+  g_assert_true (g_variant_lookup (event->notification, "body", "&s", &body));
+  g_assert_nonnull (strstr (title, "Trip to Lyon"));
+  /* The reason, the time in the desktop's format and where the wait came from. */
+  g_assert_nonnull (strstr (body, kaged_retry_scheduler_get_reason (scheduler)));
+  g_assert_nonnull (strstr (body, kaged_retry_scheduler_get_scheduled_label (scheduler)));
+  g_assert_nonnull (strstr (body, "Retry-After"));
+
+  buttons = g_variant_lookup_value (event->notification, "buttons", G_VARIANT_TYPE ("aa{sv}"));
+  g_assert_nonnull (buttons);
+  g_assert_cmpuint (g_variant_n_children (buttons), ==, 2);
+  assert_button (buttons, 0, "Retry Now", "app.retry-now", session_id);
+  assert_button (buttons, 1, "Cancel Retry", "app.cancel-retry", session_id);
+
+  g_assert_true (g_variant_lookup (event->notification, "default-action", "&s", &default_action));
+  g_assert_cmpstr (default_action, ==, "app.show-session");
+  default_target = g_variant_lookup_value (event->notification, "default-action-target", NULL);
+  g_assert_cmpint (g_variant_get_int64 (default_target), ==, session_id);
+
+  /* Cancelling the retry withdraws it. */
+  g_assert_true (kaged_retry_scheduler_cancel (scheduler));
+  wait_events (fixture, 2);
+  event = g_ptr_array_index (fixture->events, 1);
+  g_assert_cmpstr (event->id, ==, id);
+  g_assert_null (event->notification);
+  g_assert_cmpuint (fixture->events->len, ==, 2);
+}
+
+static void
+test_scheduled_then_reply_ready (Fixture       *fixture,
+                                 gconstpointer  data)
+{
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  g_autofree char *id = kaged_retry_notifier_dup_id (session_id);
+  g_autofree char *result_id = kaged_retry_notifier_dup_result_id (session_id);
+  KagedRetryScheduler *scheduler;
+  const char *title = NULL;
+  Event *event;
+
+  scheduler = post_and_wait_scheduled (fixture);
+  wait_events (fixture, 1);
+
+  /* Fifty minutes later the retry goes out and the reply comes. */
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
+  for (guint i = 0; i < 5000 &&
+       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+
+  wait_events (fixture, 3);
+  event = g_ptr_array_index (fixture->events, 1);
+  g_assert_cmpstr (event->id, ==, id);
+  g_assert_null (event->notification);
+
+  event = g_ptr_array_index (fixture->events, 2);
+  g_assert_cmpstr (event->id, ==, result_id);
+  g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
+  g_assert_nonnull (strstr (title, "Reply ready"));
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add ("/retry-notifier/scheduled-then-cancelled", Fixture, NULL,
+              fixture_set_up, test_scheduled_then_cancelled, fixture_tear_down);
+  g_test_add ("/retry-notifier/scheduled-then-reply-ready", Fixture, NULL,
+              fixture_set_up, test_scheduled_then_reply_ready, fixture_tear_down);
+
+  return g_test_run ();
+}

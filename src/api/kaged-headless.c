@@ -156,45 +156,12 @@ lookup_settings (void)
   return g_settings_new_full (schema, NULL, NULL);
 }
 
-/* The provider of the preferences, otherwise a local Ollama. */
-static KagedProfile *
-default_profile (GSettings *settings)
-{
-  g_autofree char *kind_name = NULL;
-  g_autofree char *base_url = NULL;
-  g_autofree char *model = NULL;
-  g_autofree char *api_key_env = NULL;
-  int kind = KAGED_PROVIDER_KIND_OLLAMA;
-  KagedProfile *profile;
-
-  if (settings == NULL)
-    return kaged_profile_new ("default", KAGED_PROVIDER_KIND_OLLAMA,
-                              KAGED_PROFILE_DEFAULT_OLLAMA_URL, "llama3.2");
-
-  kind_name = g_settings_get_string (settings, "provider-kind");
-  base_url = g_settings_get_string (settings, "provider-base-url");
-  model = g_settings_get_string (settings, "provider-model");
-  api_key_env = g_settings_get_string (settings, "provider-api-key-env");
-
-  if (!kaged_enum_from_nick (KAGED_TYPE_PROVIDER_KIND, kind_name, &kind))
-    kind = KAGED_PROVIDER_KIND_OLLAMA;
-
-  profile = kaged_profile_new ("default", kind,
-                               base_url[0] != '\0' ? base_url
-                                                   : kaged_provider_kind_default_url (kind),
-                               model);
-  if (api_key_env[0] != '\0')
-    kaged_profile_set_api_key_env (profile, api_key_env);
-
-  return profile;
-}
-
 static KagedProfile *
 build_profile (const Options  *options,
                GSettings      *settings,
                GError        **error)
 {
-  g_autoptr(KagedProfile) profile = default_profile (settings);
+  g_autoptr(KagedProfile) profile = kaged_profile_new_from_settings (settings);
 
   if (options->provider_kind != NULL)
     {

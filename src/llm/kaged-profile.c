@@ -12,6 +12,7 @@
 #include <gio/gio.h>
 
 #include "kaged-profile.h"
+#include "kaged-retry-class.h"
 
 G_DEFINE_ENUM_TYPE (KagedProviderKind, kaged_provider_kind,
   G_DEFINE_ENUM_VALUE (KAGED_PROVIDER_KIND_OLLAMA, "ollama"),
@@ -478,4 +479,47 @@ kaged_provider_kind_needs_key (KagedProviderKind  kind,
     default:
       return TRUE;
     }
+}
+
+/**
+ * kaged_profile_new_from_settings:
+ * @settings: (nullable): the application's settings, or %NULL
+ *
+ * The provider of the preferences (`provider-kind`, `provider-base-url`,
+ * `provider-model`, `provider-api-key-env`); without settings, a local
+ * Ollama.
+ *
+ * Returns: (transfer full): a profile named "default"
+ */
+KagedProfile *
+kaged_profile_new_from_settings (GSettings *settings)
+{
+  g_autofree char *kind_name = NULL;
+  g_autofree char *base_url = NULL;
+  g_autofree char *model = NULL;
+  g_autofree char *api_key_env = NULL;
+  int kind = KAGED_PROVIDER_KIND_OLLAMA;
+  KagedProfile *profile;
+
+  g_return_val_if_fail (!settings || G_IS_SETTINGS (settings), NULL);
+
+  if (settings == NULL)
+    return kaged_profile_new ("default", KAGED_PROVIDER_KIND_OLLAMA,
+                              KAGED_PROFILE_DEFAULT_OLLAMA_URL, "llama3.2");
+
+  kind_name = g_settings_get_string (settings, "provider-kind");
+  base_url = g_settings_get_string (settings, "provider-base-url");
+  model = g_settings_get_string (settings, "provider-model");
+  api_key_env = g_settings_get_string (settings, "provider-api-key-env");
+
+  if (!kaged_enum_from_nick (KAGED_TYPE_PROVIDER_KIND, kind_name, &kind))
+    kind = KAGED_PROVIDER_KIND_OLLAMA;
+
+  profile = kaged_profile_new ("default", kind,
+                               base_url[0] != '\0' ? base_url : kaged_provider_kind_default_url (kind),
+                               model);
+  if (api_key_env[0] != '\0')
+    kaged_profile_set_api_key_env (profile, api_key_env);
+
+  return profile;
 }

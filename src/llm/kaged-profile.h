@@ -5,7 +5,7 @@
 
 #pragma once
 
-#include <glib-object.h>
+#include <gio/gio.h>
 
 G_BEGIN_DECLS
 
@@ -68,5 +68,6 @@ const char        *kaged_provider_kind_default_url   (KagedProviderKind  kind);
 gboolean           kaged_provider_kind_needs_key     (KagedProviderKind  kind,
                                                       const char        *base_url);
 gboolean           kaged_url_is_local                (const char        *url);
+KagedProfile      *kaged_profile_new_from_settings   (GSettings         *settings);
 
 G_END_DECLS

@@ -1,0 +1,240 @@
+/* test-services.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * What runs behind the window: the model follows the preferences, the
+ * local HTTP API follows its switch, and the retry actions are there.
+ */
+
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <libsoup/soup.h>
+
+#include "kaged-fake-server.h"
+#include "kaged-services.h"
+
+typedef struct
+{
+  char            *dir;
+  GSettings       *settings;
+  KagedStore      *store;
+  GApplication    *application;
+  KagedServices   *services;
+  KagedFakeServer *server;
+  char            *url;
+} Fixture;
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *db_path = NULL;
+
+  fixture->dir = g_dir_make_tmp ("kaged-services-XXXXXX", &error);
+  g_assert_no_error (error);
+  db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
+
+  fixture->settings = g_settings_new (BASE_APPLICATION_ID);
+  fixture->store = kaged_store_open (db_path, &error);
+  g_assert_no_error (error);
+
+  fixture->server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Hi\"}]", &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (fixture->server, 0, &error);
+  g_assert_no_error (error);
+  fixture->url = kaged_fake_server_get_url (fixture->server);
+
+  fixture->application = g_application_new ("io.github.kaged.Kaged.ServicesTest",
+                                            G_APPLICATION_NON_UNIQUE);
+  fixture->services = kaged_services_new (fixture->application, fixture->settings, fixture->store);
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  kaged_services_shutdown (fixture->services);
+  g_clear_object (&fixture->services);
+  g_clear_object (&fixture->application);
+  g_clear_object (&fixture->store);
+  g_clear_object (&fixture->server);
+  g_settings_reset (fixture->settings, "api-enabled");
+  g_settings_reset (fixture->settings, "provider-kind");
+  g_settings_reset (fixture->settings, "provider-base-url");
+  g_settings_reset (fixture->settings, "provider-model");
+  g_clear_object (&fixture->settings);
+  g_clear_pointer (&fixture->url, g_free);
+
+  dir = g_dir_open (fixture->dir, 0, NULL);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (fixture->dir, name, NULL);
+      g_unlink (path);
+    }
+  g_rmdir (fixture->dir);
+  g_clear_pointer (&fixture->dir, g_free);
+}
+
+static void
+read_cb (GObject      *object,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  GBytes **body = user_data;
+
+  *body = soup_session_send_and_read_finish (SOUP_SESSION (object), result, NULL);
+  if (*body == NULL)
+    *body = g_bytes_new (NULL, 0);
+}
+
+/* The server answers on this thread's main context: ask without blocking it.
+ * Returns the HTTP status, or 0 when nothing answered. */
+static guint
+get_status (const char *url,
+            const char *token)
+{
+  g_autoptr(SoupSession) session = soup_session_new ();
+  g_autoptr(SoupMessage) message = soup_message_new ("GET", url);
+  g_autoptr(GBytes) body = NULL;
+
+  if (token != NULL)
+    {
+      g_autofree char *bearer = g_strconcat ("Bearer ", token, NULL);
+
+      soup_message_headers_replace (soup_message_get_request_headers (message),
+                                    "Authorization", bearer);
+    }
+
+  soup_session_send_and_read_async (session, message, G_PRIORITY_DEFAULT, NULL, read_cb, &body);
+  while (body == NULL)
+    g_main_context_iteration (NULL, TRUE);
+
+  return soup_message_get_status (message);
+}
+
+static GAction *
+lookup (Fixture    *fixture,
+        const char *name)
+{
+  return g_action_map_lookup_action (G_ACTION_MAP (fixture->application), name);
+}
+
+static void
+test_actions (Fixture       *fixture,
+              gconstpointer  data)
+{
+  g_assert_nonnull (lookup (fixture, "retry-now"));
+  g_assert_nonnull (lookup (fixture, "cancel-retry"));
+  g_assert_nonnull (lookup (fixture, "show-session"));
+  g_assert_true (g_variant_type_equal (g_action_get_parameter_type (lookup (fixture, "retry-now")),
+                                       G_VARIANT_TYPE_INT64));
+
+  /* A session without a pending retry: the actions do nothing, quietly. */
+  g_action_activate (lookup (fixture, "cancel-retry"), g_variant_new_int64 (42));
+  g_action_activate (lookup (fixture, "retry-now"), g_variant_new_int64 (42));
+
+  kaged_services_shutdown (fixture->services);
+  g_assert_null (lookup (fixture, "retry-now"));
+}
+
+static void
+test_api_follows_preference (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autofree char *token = NULL;
+  g_autofree char *token_path = g_build_filename (g_get_user_config_dir (), "kaged", "api-token",
+                                                  NULL);
+  g_autofree char *sessions_url = NULL;
+  g_autofree char *url = NULL;
+
+  g_assert_null (kaged_services_get_api_url (fixture->services));
+
+  g_settings_set_boolean (fixture->settings, "api-enabled", TRUE);
+  g_assert_null (kaged_services_get_api_error (fixture->services));
+  g_assert_nonnull (kaged_services_get_api_url (fixture->services));
+  g_assert_true (g_str_has_prefix (kaged_services_get_api_url (fixture->services),
+                                   "http://127.0.0.1:"));
+  url = g_strdup (kaged_services_get_api_url (fixture->services));
+
+  g_assert_true (g_file_get_contents (token_path, &token, NULL, NULL));
+  g_strstrip (token);
+  sessions_url = g_strconcat (url, "/api/v1/sessions", NULL);
+  g_assert_cmpuint (get_status (sessions_url, token), ==, 200);
+  g_assert_cmpuint (get_status (sessions_url, NULL), ==, 401);
+
+  /* Switched off, nothing answers any more. */
+  g_settings_set_boolean (fixture->settings, "api-enabled", FALSE);
+  g_assert_null (kaged_services_get_api_url (fixture->services));
+  g_assert_cmpuint (get_status (sessions_url, token), ==, 0);
+}
+
+static void
+test_model_follows_preferences (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  KagedSessionManager *manager = kaged_services_get_manager (fixture->services);
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedRun) run = NULL;
+
+  g_settings_set_string (fixture->settings, "provider-kind", "openai");
+  g_settings_set_string (fixture->settings, "provider-base-url", fixture->url);
+  g_settings_set_string (fixture->settings, "provider-model", "test-model");
+
+  session = kaged_session_manager_create_session (manager, "Preferences", &error);
+  g_assert_no_error (error);
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < 5000; i++)
+    {
+      g_clear_object (&run);
+      run = kaged_session_manager_get_run (manager, kaged_session_get_id (session),
+                                           receipt->run_id, &error);
+      g_assert_no_error (error);
+      if (kaged_run_is_finished (run))
+        break;
+      g_main_context_iteration (NULL, TRUE);
+    }
+
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/chat/completions"), ==, 1);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_autofree char *config = g_dir_make_tmp ("kaged-services-config-XXXXXX", NULL);
+  int ret;
+
+  /* Before anything reads it: the API token goes to a folder of the test's. */
+  g_setenv ("XDG_CONFIG_HOME", config, TRUE);
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add ("/services/actions", Fixture, NULL,
+              fixture_set_up, test_actions, fixture_tear_down);
+  g_test_add ("/services/api-follows-preference", Fixture, NULL,
+              fixture_set_up, test_api_follows_preference, fixture_tear_down);
+  g_test_add ("/services/model-follows-preferences", Fixture, NULL,
+              fixture_set_up, test_model_follows_preferences, fixture_tear_down);
+
+  ret = g_test_run ();
+
+  {
+    g_autofree char *token = g_build_filename (config, "kaged", "api-token", NULL);
+    g_autofree char *folder = g_build_filename (config, "kaged", NULL);
+
+    g_unlink (token);
+    g_rmdir (folder);
+    g_rmdir (config);
+  }
+
+  return ret;
+}

@@ -355,6 +355,33 @@ application_object_path (void)
   return g_strdelimit (g_steal_pointer (&dotted), ".", '/');
 }
 
+/* Whether the running application offers @name among its app actions on
+ * the session bus, where notifications and the desktop reach them. */
+static gboolean
+has_app_action (const char *name)
+{
+  g_autoptr(GDBusConnection) bus = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) names = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *object_path = application_object_path ();
+  g_autofree const char **strv = NULL;
+
+  bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  g_assert_no_error (error);
+
+  reply = g_dbus_connection_call_sync (bus, APPLICATION_ID, object_path,
+                                       "org.gtk.Actions", "List", NULL,
+                                       G_VARIANT_TYPE ("(as)"), G_DBUS_CALL_FLAGS_NONE,
+                                       WAIT_SECONDS * 1000, NULL, &error);
+  g_assert_no_error (error);
+
+  names = g_variant_get_child_value (reply, 0);
+  strv = g_variant_get_strv (names, NULL);
+
+  return g_strv_contains (strv, name);
+}
+
 /* Quits through the app.quit action on the session bus, as the desktop
  * would, and waits for a clean exit. */
 static void
@@ -522,6 +549,11 @@ test_window_maps_and_quits (void)
   g_assert_nonnull (window->name);
   g_assert_true (g_str_has_prefix (window->name, "Kaged"));
 
+  /* With the store open, the engine runs: its retry actions are there. */
+  g_assert_true (has_app_action ("quit"));
+  g_assert_true (has_app_action ("retry-now"));
+  g_assert_true (has_app_action ("cancel-retry"));
+
   quit_app (running);
 
   /* The store was opened at start-up and created the database. */
@@ -549,6 +581,10 @@ test_window_reports_bad_database (void)
 
   running = start_app (launcher, dir);
   window = wait_for_window (display, running, STORE_ERROR_HEADING);
+
+  /* Without a store, nothing runs behind the window. */
+  g_assert_true (has_app_action ("quit"));
+  g_assert_false (has_app_action ("retry-now"));
 
   quit_app (running);
 

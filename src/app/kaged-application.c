@@ -32,6 +32,7 @@ struct _KagedApplication
   GError *store_error;
   char *store_path;
   GCancellable *check_cancellable;
+  KagedServices *services;
 };
 
 G_DEFINE_FINAL_TYPE (KagedApplication, kaged_application, ADW_TYPE_APPLICATION)
@@ -307,6 +308,16 @@ kaged_application_check_cb (GObject      *object,
   g_printerr ("%s: %s\n", PACKAGE_NAME, error->message);
 }
 
+static GSettings *
+kaged_application_get_settings (KagedApplication *self)
+{
+  /* Created on first use: --version and --check-database need no schema. */
+  if (self->settings == NULL)
+    self->settings = g_settings_new (BASE_APPLICATION_ID);
+
+  return self->settings;
+}
+
 static void
 kaged_application_ensure_store (KagedApplication *self)
 {
@@ -339,6 +350,11 @@ kaged_application_ensure_store (KagedApplication *self)
   self->check_cancellable = g_cancellable_new ();
   kaged_store_check_async (self->store, self->check_cancellable,
                            kaged_application_check_cb, g_object_ref (self));
+
+  /* The engine behind the window: queued runs and saved retries resume. */
+  self->services = kaged_services_new (G_APPLICATION (self),
+                                       kaged_application_get_settings (self),
+                                       self->store);
 }
 
 static void
@@ -481,6 +497,8 @@ kaged_application_shutdown (GApplication *application)
   KagedApplication *self = KAGED_APPLICATION (application);
 
   g_cancellable_cancel (self->check_cancellable);
+  if (self->services != NULL)
+    kaged_services_shutdown (self->services);
 
   G_APPLICATION_CLASS (kaged_application_parent_class)->shutdown (application);
 
@@ -494,6 +512,7 @@ kaged_application_finalize (GObject *object)
 {
   KagedApplication *self = KAGED_APPLICATION (object);
 
+  g_clear_object (&self->services);
   g_clear_object (&self->check_cancellable);
   g_clear_object (&self->settings);
   g_clear_object (&self->store);
@@ -628,39 +647,23 @@ kaged_application_get_store (KagedApplication *self)
 KagedProfile *
 kaged_application_dup_profile (KagedApplication *self)
 {
-  g_autoptr(GEnumClass) kinds = NULL;
-  g_autofree char *kind_name = NULL;
-  g_autofree char *base_url = NULL;
-  g_autofree char *model = NULL;
-  g_autofree char *api_key_env = NULL;
-  KagedProviderKind kind = KAGED_PROVIDER_KIND_OLLAMA;
-  GEnumValue *kind_value;
-  KagedProfile *profile;
-
   g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  /* Created on first use: --version and --check-database need no schema. */
-  if (self->settings == NULL)
-    self->settings = g_settings_new (BASE_APPLICATION_ID);
+  return kaged_profile_new_from_settings (kaged_application_get_settings (self));
+}
 
-  kind_name = g_settings_get_string (self->settings, "provider-kind");
-  base_url = g_settings_get_string (self->settings, "provider-base-url");
-  model = g_settings_get_string (self->settings, "provider-model");
-  api_key_env = g_settings_get_string (self->settings, "provider-api-key-env");
+/**
+ * kaged_application_get_services:
+ * @self: a #KagedApplication
+ *
+ * Returns: (transfer none) (nullable): the engine, its retries and the
+ *   local HTTP API, running once the store opened; %NULL before that or
+ *   when it could not be opened
+ */
+KagedServices *
+kaged_application_get_services (KagedApplication *self)
+{
+  g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  kinds = g_type_class_ref (KAGED_TYPE_PROVIDER_KIND);
-  kind_value = g_enum_get_value_by_nick (kinds, kind_name);
-  if (kind_value != NULL)
-    kind = kind_value->value;
-
-  if (base_url[0] == '\0')
-    {
-      g_free (base_url);
-      base_url = g_strdup (kaged_provider_kind_default_url (kind));
-    }
-
-  profile = kaged_profile_new ("default", kind, base_url, model);
-  kaged_profile_set_api_key_env (profile, api_key_env);
-
-  return profile;
+  return self->services;
 }

@@ -455,22 +455,10 @@ attach_timeout (KagedRetryScheduler *self,
   data->self = self;
   data->generation = self->generation;
 
-  source = kaged_clock_timeout_source_new (self->clock, (guint64)MAX (delay_ms, 0));
-  g_source_set_callback (source, func, data, g_free);
-  g_source_set_static_name (source, name);
-  g_source_attach (source, self->context);
+  source = kaged_clock_attach_timeout (self->clock, self->context, (guint64)MAX (delay_ms, 0),
+                                       func, data, g_free, name);
 
   return source;
-}
-
-static void
-clear_source (GSource **source)
-{
-  if (*source == NULL)
-    return;
-
-  g_source_destroy (*source);
-  g_clear_pointer (source, g_source_unref);
 }
 
 /* Drops everything that could still act on the current wait or dispatch:
@@ -480,9 +468,9 @@ stop_pending (KagedRetryScheduler *self)
 {
   self->generation++;
 
-  clear_source (&self->deadline_source);
-  clear_source (&self->tick_source);
-  clear_source (&self->dispatch_source);
+  kaged_clock_clear_source (&self->deadline_source);
+  kaged_clock_clear_source (&self->tick_source);
+  kaged_clock_clear_source (&self->dispatch_source);
 
   if (self->cancellable != NULL)
     {
@@ -528,7 +516,7 @@ tick_cb (gpointer user_data)
   if (data->generation != self->generation || self->state != KAGED_RETRY_SCHEDULER_STATE_ARMED)
     return G_SOURCE_REMOVE;
 
-  clear_source (&self->tick_source);
+  kaged_clock_clear_source (&self->tick_source);
   set_int64 (self, &self->remaining_seconds, (remaining_ms (self) + 999) / 1000,
              PROP_REMAINING_SECONDS);
   schedule_tick (self);
@@ -1884,7 +1872,7 @@ _kaged_retry_scheduler_expire (KagedRetryScheduler *self,
           /* Not yet by the wall clock: look again later. The day may have
            * changed ("tomorrow" becomes today). */
           update_scheduled_label (self);
-          clear_source (&self->deadline_source);
+          kaged_clock_clear_source (&self->deadline_source);
           self->deadline_source = attach_timeout (self,
                                                   MIN (self->next_eligible_time - now,
                                                        SCHEDULED_RECHECK_MS),

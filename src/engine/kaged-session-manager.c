@@ -117,33 +117,6 @@ now_ms (KagedSessionManager *self)
   return kaged_clock_get_wall_ms (self->clock);
 }
 
-/* Timeouts live on the context the manager runs on, which need not be the
- * global default one. */
-static GSource *
-add_timeout (KagedSessionManager *self,
-             guint64              delay_ms,
-             GSourceFunc          func,
-             gpointer             user_data)
-{
-  GSource *source = kaged_clock_timeout_source_new (self->clock, delay_ms);
-
-  g_source_set_callback (source, func, user_data, NULL);
-  g_source_set_static_name (source, "[kaged] run timeout");
-  g_source_attach (source, g_main_context_get_thread_default ());
-
-  return source;
-}
-
-static void
-clear_timeout (GSource **source)
-{
-  if (*source == NULL)
-    return;
-
-  g_source_destroy (*source);
-  g_clear_pointer (source, g_source_unref);
-}
-
 static void
 session_state_free (SessionState *session)
 {
@@ -172,8 +145,8 @@ get_session_state (KagedSessionManager *self,
 static void
 run_state_free (RunState *state)
 {
-  clear_timeout (&state->delta_source);
-  clear_timeout (&state->flush_source);
+  kaged_clock_clear_source (&state->delta_source);
+  kaged_clock_clear_source (&state->flush_source);
   if (state->chat != NULL)
     {
       g_clear_signal_handler (&state->delta_id, state->chat);
@@ -239,7 +212,7 @@ run_state_announce (RunState *state)
 {
   g_autofree char *text = NULL;
 
-  clear_timeout (&state->delta_source);
+  kaged_clock_clear_source (&state->delta_source);
 
   if (state->pending->len == 0 || state->message == NULL)
     return;
@@ -270,7 +243,7 @@ run_state_flush (RunState *state)
 {
   g_autoptr(GError) error = NULL;
 
-  clear_timeout (&state->flush_source);
+  kaged_clock_clear_source (&state->flush_source);
 
   if (!state->dirty || state->message == NULL)
     return;
@@ -308,9 +281,13 @@ chat_delta_cb (KagedChat      *chat,
   state->dirty = TRUE;
 
   if (state->delta_source == NULL)
-    state->delta_source = add_timeout (self, DELTA_INTERVAL_MS, run_state_announce_cb, state);
+    state->delta_source = kaged_clock_attach_timeout (self->clock, NULL, DELTA_INTERVAL_MS,
+                                                      run_state_announce_cb, state, NULL,
+                                                      "[kaged] announce deltas");
   if (state->flush_source == NULL)
-    state->flush_source = add_timeout (self, FLUSH_INTERVAL_MS, run_state_flush_cb, state);
+    state->flush_source = kaged_clock_attach_timeout (self->clock, NULL, FLUSH_INTERVAL_MS,
+                                                      run_state_flush_cb, state, NULL,
+                                                      "[kaged] save reply");
 }
 
 static void
@@ -452,8 +429,8 @@ run_state_finish (RunState     *state,
       apply_classification (state->run, state->message, error);
     }
 
-  clear_timeout (&state->delta_source);
-  clear_timeout (&state->flush_source);
+  kaged_clock_clear_source (&state->delta_source);
+  kaged_clock_clear_source (&state->flush_source);
 
   if (state->chat != NULL)
     {

@@ -139,6 +139,56 @@ kaged_clock_timeout_add (KagedClock     *self,
   return g_source_attach (source, g_main_context_get_thread_default ());
 }
 
+/**
+ * kaged_clock_attach_timeout:
+ * @context: (nullable): where to run, or %NULL for the thread-default context
+ * @name: a static name for the source, for profilers
+ *
+ * Like kaged_clock_timeout_add(), but keeps the source: the caller stops it
+ * with kaged_clock_clear_source(), whatever context it runs on.
+ *
+ * Returns: (transfer full): the attached source
+ */
+GSource *
+kaged_clock_attach_timeout (KagedClock     *self,
+                            GMainContext   *context,
+                            guint64         delay_ms,
+                            GSourceFunc     func,
+                            gpointer        user_data,
+                            GDestroyNotify  notify,
+                            const char     *name)
+{
+  GSource *source;
+
+  g_return_val_if_fail (KAGED_IS_CLOCK (self), NULL);
+  g_return_val_if_fail (func != NULL, NULL);
+
+  source = kaged_clock_timeout_source_new (self, delay_ms);
+  g_source_set_callback (source, func, user_data, notify);
+  g_source_set_static_name (source, name);
+  g_source_attach (source, context != NULL ? context : g_main_context_get_thread_default ());
+
+  return source;
+}
+
+/**
+ * kaged_clock_clear_source:
+ * @source: (inout) (nullable): a source from kaged_clock_attach_timeout()
+ *
+ * Stops the source, if any, drops the reference and sets it to %NULL.
+ */
+void
+kaged_clock_clear_source (GSource **source)
+{
+  g_return_if_fail (source != NULL);
+
+  if (*source == NULL)
+    return;
+
+  g_source_destroy (*source);
+  g_clear_pointer (source, g_source_unref);
+}
+
 typedef struct
 {
   GSource      *source;

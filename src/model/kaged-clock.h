@@ -45,6 +45,14 @@ guint       kaged_clock_timeout_add        (KagedClock          *self,
                                             GSourceFunc          func,
                                             gpointer             user_data,
                                             GDestroyNotify       notify);
+GSource    *kaged_clock_attach_timeout     (KagedClock          *self,
+                                            GMainContext        *context,
+                                            guint64              delay_ms,
+                                            GSourceFunc          func,
+                                            gpointer             user_data,
+                                            GDestroyNotify       notify,
+                                            const char          *name);
+void        kaged_clock_clear_source       (GSource            **source);
 void        kaged_clock_sleep_async        (KagedClock          *self,
                                             guint64              delay_ms,
                                             GCancellable        *cancellable,

@@ -165,6 +165,48 @@ test_window_writes_settings (void)
   gtk_window_destroy (GTK_WINDOW (window));
 }
 
+static void
+test_window_api_settings (void)
+{
+  g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
+  KagedPreferencesWindow *window;
+  GtkSwitch *enabled;
+  GtkSpinButton *port;
+  GtkWidget *status;
+  gint64 deadline;
+
+  reset_settings (settings);
+
+  window = kaged_preferences_window_new (NULL);
+  enabled = GTK_SWITCH (child (window, "api_enabled_switch"));
+  port = GTK_SPIN_BUTTON (child (window, "api_port_button"));
+  status = child (window, "api_status_row");
+
+  /* Off by default, on a port of the system's choosing. */
+  g_assert_false (gtk_switch_get_active (enabled));
+  g_assert_cmpint (gtk_spin_button_get_value_as_int (port), ==, 0);
+  g_assert_false (gtk_widget_get_visible (status));
+
+  gtk_switch_set_active (enabled, TRUE);
+  gtk_spin_button_set_value (port, 8123);
+
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while ((!g_settings_get_boolean (settings, "api-enabled") ||
+          g_settings_get_uint (settings, "api-port") != 8123) &&
+         g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, FALSE);
+
+  g_assert_true (g_settings_get_boolean (settings, "api-enabled"));
+  g_assert_cmpuint (g_settings_get_uint (settings, "api-port"), ==, 8123);
+
+  g_settings_set_uint (settings, "api-port", 0);
+  g_settings_set_boolean (settings, "api-enabled", FALSE);
+  g_assert_cmpint (gtk_spin_button_get_value_as_int (port), ==, 0);
+  g_assert_false (gtk_switch_get_active (enabled));
+
+  gtk_window_destroy (GTK_WINDOW (window));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -179,6 +221,7 @@ main (int   argc,
 
   adw_init ();
   g_test_add_func ("/preferences/window/writes-settings", test_window_writes_settings);
+  g_test_add_func ("/preferences/window/api-settings", test_window_api_settings);
 
   return g_test_run ();
 }

@@ -408,6 +408,7 @@ kaged_application_preferences_action (GSimpleAction *action,
   KagedPreferencesWindow *preferences;
 
   preferences = kaged_preferences_window_new (parent);
+  kaged_preferences_window_set_services (preferences, self->services);
   gtk_window_present (GTK_WINDOW (preferences));
 }
 

@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-api-token.h"
 #include "kaged-preferences-window.h"
 #include "kaged-profile.h"
 
@@ -16,19 +17,25 @@
  * KagedPreferencesWindow:
  *
  * The preferences: the provider profile (kind, base URL, model and where
- * its API key comes from), each row bound to its GSettings key.
+ * its API key comes from) and the local HTTP API, each row bound to its
+ * GSettings key.
  */
 struct _KagedPreferencesWindow
 {
   AdwPreferencesWindow parent_instance;
 
   GSettings *settings;
+  KagedServices *services;
 
   /* Template children */
   AdwComboRow *kind_row;
   AdwEntryRow *base_url_row;
   AdwEntryRow *model_row;
   AdwEntryRow *api_key_env_row;
+  AdwPreferencesGroup *api_group;
+  GtkSwitch *api_enabled_switch;
+  GtkSpinButton *api_port_button;
+  AdwActionRow *api_status_row;
 };
 
 G_DEFINE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, ADW_TYPE_PREFERENCES_WINDOW)
@@ -113,11 +120,40 @@ kaged_preferences_window_kind_changed (KagedPreferencesWindow *self,
     }
 }
 
+/* Where the API listens, or why it could not be switched on. */
+static void
+kaged_preferences_window_update_api_status (KagedPreferencesWindow *self)
+{
+  const char *url = NULL;
+  const char *error = NULL;
+
+  if (self->services != NULL)
+    {
+      url = kaged_services_get_api_url (self->services);
+      error = kaged_services_get_api_error (self->services);
+    }
+
+  if (url != NULL)
+    {
+      adw_preferences_row_set_title (ADW_PREFERENCES_ROW (self->api_status_row), _("Address"));
+      adw_action_row_set_subtitle (self->api_status_row, url);
+    }
+  else if (error != NULL)
+    {
+      adw_preferences_row_set_title (ADW_PREFERENCES_ROW (self->api_status_row),
+                                     _("Could Not Start"));
+      adw_action_row_set_subtitle (self->api_status_row, error);
+    }
+
+  gtk_widget_set_visible (GTK_WIDGET (self->api_status_row), url != NULL || error != NULL);
+}
+
 static void
 kaged_preferences_window_finalize (GObject *object)
 {
   KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (object);
 
+  g_clear_object (&self->services);
   g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (kaged_preferences_window_parent_class)->finalize (object);
@@ -148,6 +184,10 @@ kaged_preferences_window_class_init (KagedPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, base_url_row);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, model_row);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_key_env_row);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_group);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_enabled_switch);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_port_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_status_row);
 
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_w, GDK_CONTROL_MASK,
                                        "window.close", NULL);
@@ -156,6 +196,9 @@ kaged_preferences_window_class_init (KagedPreferencesWindowClass *klass)
 static void
 kaged_preferences_window_init (KagedPreferencesWindow *self)
 {
+  g_autofree char *token_path = NULL;
+  g_autofree char *api_description = NULL;
+
   gtk_widget_init_template (GTK_WIDGET (self));
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
@@ -178,6 +221,20 @@ kaged_preferences_window_init (KagedPreferencesWindow *self)
   g_signal_connect_object (self->settings, "changed::provider-kind",
                            G_CALLBACK (kaged_preferences_window_kind_changed),
                            self, G_CONNECT_SWAPPED);
+
+  g_settings_bind (self->settings, "api-enabled",
+                   self->api_enabled_switch, "active",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "api-port",
+                   gtk_spin_button_get_adjustment (self->api_port_button), "value",
+                   G_SETTINGS_BIND_DEFAULT);
+
+  token_path = kaged_api_token_default_path ();
+  api_description = g_strdup_printf (_("Programs on this computer can read and post to your "
+                                       "conversations over HTTP on 127.0.0.1. Every request "
+                                       "needs the token kept in “%s”."),
+                                     token_path);
+  adw_preferences_group_set_description (self->api_group, api_description);
 }
 
 /**
@@ -194,4 +251,40 @@ kaged_preferences_window_new (GtkWindow *transient_for)
   return g_object_new (KAGED_TYPE_PREFERENCES_WINDOW,
                        "transient-for", transient_for,
                        NULL);
+}
+
+/**
+ * kaged_preferences_window_set_services:
+ * @self: a #KagedPreferencesWindow
+ * @services: (nullable): the running services
+ *
+ * Shows where the local HTTP API of @services listens, or why it could
+ * not be switched on, and follows it while the window is open.
+ */
+void
+kaged_preferences_window_set_services (KagedPreferencesWindow *self,
+                                       KagedServices          *services)
+{
+  g_return_if_fail (KAGED_IS_PREFERENCES_WINDOW (self));
+  g_return_if_fail (!services || KAGED_IS_SERVICES (services));
+
+  if (self->services == services)
+    return;
+
+  if (self->services != NULL)
+    g_signal_handlers_disconnect_by_data (self->services, self);
+
+  g_set_object (&self->services, services);
+
+  if (services != NULL)
+    {
+      g_signal_connect_object (services, "notify::api-url",
+                               G_CALLBACK (kaged_preferences_window_update_api_status),
+                               self, G_CONNECT_SWAPPED);
+      g_signal_connect_object (services, "notify::api-error",
+                               G_CALLBACK (kaged_preferences_window_update_api_status),
+                               self, G_CONNECT_SWAPPED);
+    }
+
+  kaged_preferences_window_update_api_status (self);
 }

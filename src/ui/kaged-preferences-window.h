@@ -7,6 +7,8 @@
 
 #include <adwaita.h>
 
+#include "kaged-services.h"
+
 G_BEGIN_DECLS
 
 #define KAGED_TYPE_PREFERENCES_WINDOW (kaged_preferences_window_get_type ())
@@ -14,6 +16,8 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, KAGED, PREFERENCES_WINDOW,
                       AdwPreferencesWindow)
 
-KagedPreferencesWindow *kaged_preferences_window_new (GtkWindow *transient_for);
+KagedPreferencesWindow *kaged_preferences_window_new          (GtkWindow              *transient_for);
+void                    kaged_preferences_window_set_services (KagedPreferencesWindow *self,
+                                                               KagedServices          *services);
 
 G_END_DECLS

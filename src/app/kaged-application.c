@@ -369,6 +369,8 @@ kaged_application_activate (GApplication *application)
   if (window == NULL)
     {
       window = GTK_WINDOW (kaged_window_new (GTK_APPLICATION (self)));
+      if (self->services != NULL)
+        kaged_window_set_services (KAGED_WINDOW (window), self->services);
       gtk_window_present (window);
 
       if (self->store_error != NULL)

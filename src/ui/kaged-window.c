@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-retry-banner.h"
 #include "kaged-window.h"
 
 /**
@@ -22,10 +23,15 @@ struct _KagedWindow
   AdwApplicationWindow parent_instance;
 
   GSettings *settings;
+  KagedServices *services;
+  gint64 session_id;
+  gulong show_session_id;
+  gulong session_changed_id;
 
   /* Template children */
   AdwHeaderBar *header_bar;
   GtkMenuButton *primary_menu_button;
+  KagedRetryBanner *retry_banner;
   AdwStatusPage *empty_page;
 };
 
@@ -75,9 +81,23 @@ kaged_window_close_request (GtkWindow *window)
 }
 
 static void
+kaged_window_disconnect_services (KagedWindow *self)
+{
+  if (self->services == NULL)
+    return;
+
+  g_clear_signal_handler (&self->show_session_id, self->services);
+  g_clear_signal_handler (&self->session_changed_id,
+                          kaged_services_get_manager (self->services));
+  g_clear_object (&self->services);
+}
+
+static void
 kaged_window_dispose (GObject *object)
 {
   KagedWindow *self = KAGED_WINDOW (object);
+
+  kaged_window_disconnect_services (self);
 
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_WINDOW);
 
@@ -101,6 +121,8 @@ kaged_window_class_init (KagedWindowClass *klass)
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
   GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
 
+  g_type_ensure (KAGED_TYPE_RETRY_BANNER);
+
   object_class->dispose = kaged_window_dispose;
   object_class->finalize = kaged_window_finalize;
 
@@ -109,6 +131,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   gtk_widget_class_set_template_from_resource (widget_class, APPLICATION_PATH "/kaged-window.ui");
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, header_bar);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, primary_menu_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, retry_banner);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, empty_page);
 
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_w, GDK_CONTROL_MASK,
@@ -143,4 +166,100 @@ kaged_window_new (GtkApplication *application)
   return g_object_new (KAGED_TYPE_WINDOW,
                        "application", application,
                        NULL);
+}
+
+/**
+ * kaged_window_show_session:
+ * @session_id: the session to show
+ *
+ * Makes @session_id the window's session: its pending retry, if any, is
+ * the one the banner shows.
+ */
+void
+kaged_window_show_session (KagedWindow *self,
+                           gint64       session_id)
+{
+  KagedRetryScheduler *scheduler = NULL;
+
+  g_return_if_fail (KAGED_IS_WINDOW (self));
+
+  self->session_id = session_id;
+
+  if (self->services != NULL && session_id > 0)
+    scheduler = kaged_retry_coordinator_get_scheduler (kaged_services_get_coordinator (self->services),
+                                                       session_id);
+
+  kaged_retry_banner_set_scheduler (self->retry_banner, scheduler);
+}
+
+/**
+ * kaged_window_get_session_id:
+ *
+ * Returns: the session the window shows, or 0 for none
+ */
+gint64
+kaged_window_get_session_id (KagedWindow *self)
+{
+  g_return_val_if_fail (KAGED_IS_WINDOW (self), 0);
+
+  return self->session_id;
+}
+
+static void
+services_show_session_cb (KagedServices *services,
+                          gint64         session_id,
+                          KagedWindow   *self)
+{
+  kaged_window_show_session (self, session_id);
+}
+
+/* With no session shown yet, the first one to start shows. */
+static void
+session_changed_cb (KagedSessionManager *manager,
+                    KagedSession        *session,
+                    KagedWindow         *self)
+{
+  if (self->session_id == 0)
+    kaged_window_show_session (self, kaged_session_get_id (session));
+}
+
+/**
+ * kaged_window_set_services:
+ * @services: (nullable): what runs behind the window
+ *
+ * Connects the window to the running engine and shows the conversation
+ * changed most recently.
+ */
+void
+kaged_window_set_services (KagedWindow   *self,
+                           KagedServices *services)
+{
+  g_autoptr(GPtrArray) sessions = NULL;
+  gint64 session_id = 0;
+
+  g_return_if_fail (KAGED_IS_WINDOW (self));
+  g_return_if_fail (!services || KAGED_IS_SERVICES (services));
+
+  kaged_window_disconnect_services (self);
+  self->session_id = 0;
+
+  if (services == NULL)
+    {
+      kaged_retry_banner_set_scheduler (self->retry_banner, NULL);
+      return;
+    }
+
+  self->services = g_object_ref (services);
+  self->show_session_id = g_signal_connect (services, "show-session",
+                                            G_CALLBACK (services_show_session_cb), self);
+  self->session_changed_id = g_signal_connect (kaged_services_get_manager (services),
+                                               "session-changed",
+                                               G_CALLBACK (session_changed_cb), self);
+
+  sessions = kaged_store_list_sessions (kaged_session_manager_get_store (kaged_services_get_manager (services)),
+                                        NULL);
+  if (sessions != NULL && sessions->len > 0)
+    session_id = kaged_session_get_id (g_ptr_array_index (sessions, 0));
+
+  kaged_window_show_session (self, session_id);
 }

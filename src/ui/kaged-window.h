@@ -7,12 +7,19 @@
 
 #include <adwaita.h>
 
+#include "kaged-services.h"
+
 G_BEGIN_DECLS
 
 #define KAGED_TYPE_WINDOW (kaged_window_get_type ())
 
 G_DECLARE_FINAL_TYPE (KagedWindow, kaged_window, KAGED, WINDOW, AdwApplicationWindow)
 
-KagedWindow *kaged_window_new (GtkApplication *application);
+KagedWindow *kaged_window_new                  (GtkApplication *application);
+void         kaged_window_set_services         (KagedWindow    *self,
+                                                KagedServices  *services);
+void         kaged_window_show_session         (KagedWindow    *self,
+                                                gint64          session_id);
+gint64       kaged_window_get_session_id       (KagedWindow    *self);
 
 G_END_DECLS

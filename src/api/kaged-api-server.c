@@ -886,7 +886,8 @@ read_int_parameter (SoupServerMessage *msg,
 
   {
     g_autofree char *message =
-      g_strdup_printf (_("“%s” must be a whole number from 0 to %" G_GUINT64_FORMAT), name, max);
+      g_strdup_printf (_("“%s” must be a whole number from 0 to %llu"), name,
+                       (unsigned long long) max);
 
     respond_error (msg, SOUP_STATUS_BAD_REQUEST, "invalid_parameter", message);
   }

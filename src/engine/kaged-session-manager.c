@@ -1568,8 +1568,8 @@ get_message_in_session (KagedSessionManager  *self,
   if (kaged_message_get_session_id (message) != session_id)
     {
       g_set_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND,
-                   _("There is no message %" G_GINT64_FORMAT " in this conversation"),
-                   message_id);
+                   _("There is no message %lld in this conversation"),
+                   (long long) message_id);
       return NULL;
     }
 
@@ -1797,7 +1797,7 @@ kaged_session_manager_get_run (KagedSessionManager  *self,
   if (kaged_run_get_session_id (run) != session_id)
     {
       g_set_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND,
-                   _("There is no run %" G_GINT64_FORMAT " in this conversation"), run_id);
+                   _("There is no run %lld in this conversation"), (long long) run_id);
       return NULL;
     }
 

@@ -806,22 +806,22 @@ set_not_found (GError  **error,
     {
     case MISSING_SESSION:
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                   _("There is no session %" G_GINT64_FORMAT), id);
+                   _("There is no session %lld"), (long long) id);
       break;
 
     case MISSING_MESSAGE:
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                   _("There is no message %" G_GINT64_FORMAT), id);
+                   _("There is no message %lld"), (long long) id);
       break;
 
     case MISSING_RUN:
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                   _("There is no run %" G_GINT64_FORMAT), id);
+                   _("There is no run %lld"), (long long) id);
       break;
 
     case MISSING_SESSION_RUNS:
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                   _("Session %" G_GINT64_FORMAT " has no runs"), id);
+                   _("Session %lld has no runs"), (long long) id);
       break;
 
     default:
@@ -1962,7 +1962,7 @@ get_message_info (KagedStore   *self,
   if (!has_row)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                   _("There is no message %" G_GINT64_FORMAT), message_id);
+                   _("There is no message %lld"), (long long) message_id);
       return FALSE;
     }
 
@@ -1988,8 +1988,8 @@ check_run_in_session (KagedStore  *self,
   if (kaged_run_get_session_id (run) != session_id)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                   _("Run %" G_GINT64_FORMAT " is not part of session %" G_GINT64_FORMAT),
-                   run_id, session_id);
+                   _("Run %lld is not part of session %lld"),
+                   (long long) run_id, (long long) session_id);
       return FALSE;
     }
 
@@ -2169,8 +2169,8 @@ kaged_store_update_message (KagedStore    *self,
     return FALSE;
 
   g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_IMMUTABLE,
-               _("Message %" G_GINT64_FORMAT " was written by the operator and cannot be changed"),
-               id);
+               _("Message %lld was written by the operator and cannot be changed"),
+               (long long) id);
   return FALSE;
 }
 
@@ -2320,16 +2320,16 @@ supersede_after (KagedStore  *self,
   if (info.session_id != session_id)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                   _("Message %" G_GINT64_FORMAT " is not part of session %" G_GINT64_FORMAT),
-                   message_id, session_id);
+                   _("Message %lld is not part of session %lld"),
+                   (long long) message_id, (long long) session_id);
       return FALSE;
     }
 
   if (info.superseded)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                   _("Message %" G_GINT64_FORMAT " has already been superseded"),
-                   message_id);
+                   _("Message %lld has already been superseded"),
+                   (long long) message_id);
       return FALSE;
     }
 
@@ -2457,7 +2457,7 @@ kaged_store_resolve_anchor (KagedStore  *self,
   if (kaged_message_get_run_id (message) == 0)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                   _("Message %" G_GINT64_FORMAT " was not written by a run"), message_id);
+                   _("Message %lld was not written by a run"), (long long) message_id);
       return NULL;
     }
 
@@ -2483,7 +2483,7 @@ mark_compacted (KagedStore    *self,
   if (summary.role != KAGED_MESSAGE_ROLE_SUMMARY)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                   _("Message %" G_GINT64_FORMAT " is not a summary"), summary_id);
+                   _("Message %lld is not a summary"), (long long) summary_id);
       return FALSE;
     }
 
@@ -2498,9 +2498,8 @@ mark_compacted (KagedStore    *self,
       if (info.session_id != summary.session_id || message_ids[i] == summary_id)
         {
           g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                       _("Message %" G_GINT64_FORMAT " cannot be compacted into summary %"
-                         G_GINT64_FORMAT),
-                       message_ids[i], summary_id);
+                       _("Message %lld cannot be compacted into summary %lld"),
+                       (long long) message_ids[i], (long long) summary_id);
           return FALSE;
         }
 
@@ -2576,9 +2575,8 @@ kaged_store_create_run (KagedStore  *self,
   if (anchor.session_id != session_id || anchor.role != KAGED_MESSAGE_ROLE_OPERATOR)
     {
       g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
-                   _("Message %" G_GINT64_FORMAT " is not an operator message of session %"
-                     G_GINT64_FORMAT),
-                   kaged_run_get_anchor_id (run), session_id);
+                   _("Message %lld is not an operator message of session %lld"),
+                   (long long) kaged_run_get_anchor_id (run), (long long) session_id);
       return FALSE;
     }
 
@@ -2753,7 +2751,7 @@ kaged_store_append_attempt (KagedStore          *self,
       if (sqlite3_extended_errcode (self->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
         {
           g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                       _("There is no run %" G_GINT64_FORMAT), run_id);
+                       _("There is no run %lld"), (long long) run_id);
           return FALSE;
         }
       return set_db_error (self, sqlite3_extended_errcode (self->db), error);
@@ -2910,7 +2908,7 @@ kaged_store_set_retry_state (KagedStore                  *self,
       if (sqlite3_extended_errcode (self->db) == SQLITE_CONSTRAINT_FOREIGNKEY)
         {
           g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
-                       _("There is no session %" G_GINT64_FORMAT), state->session_id);
+                       _("There is no session %lld"), (long long) state->session_id);
           return FALSE;
         }
       return set_db_error (self, sqlite3_extended_errcode (self->db), error);

@@ -13,96 +13,7 @@
 #include "kaged-http.h"
 #include "kaged-keyring.h"
 #include "kaged-retry-coordinator.h"
-
-/* A network monitor that is always up, so tests do not depend on the
- * machine's. */
-#define TEST_TYPE_MONITOR (test_monitor_get_type ())
-G_DECLARE_FINAL_TYPE (TestMonitor, test_monitor, TEST, MONITOR, GObject)
-
-struct _TestMonitor
-{
-  GObject parent_instance;
-};
-
-static void test_monitor_iface_init (GNetworkMonitorInterface *iface);
-
-static gboolean
-test_monitor_initable_init (GInitable     *initable,
-                            GCancellable  *cancellable,
-                            GError       **error)
-{
-  return TRUE;
-}
-
-static void
-test_monitor_initable_iface_init (GInitableIface *iface)
-{
-  iface->init = test_monitor_initable_init;
-}
-
-G_DEFINE_FINAL_TYPE_WITH_CODE (TestMonitor, test_monitor, G_TYPE_OBJECT,
-                               G_IMPLEMENT_INTERFACE (G_TYPE_INITABLE,
-                                                      test_monitor_initable_iface_init)
-                               G_IMPLEMENT_INTERFACE (G_TYPE_NETWORK_MONITOR,
-                                                      test_monitor_iface_init))
-
-enum { PROP_0, PROP_AVAILABLE, PROP_METERED, PROP_CONNECTIVITY, PROP_NETWORK_AVAILABLE };
-
-static void
-test_monitor_get_property (GObject    *object,
-                           guint       prop_id,
-                           GValue     *value,
-                           GParamSpec *pspec)
-{
-  switch (prop_id)
-    {
-    case PROP_AVAILABLE:
-      g_value_set_boolean (value, TRUE);
-      break;
-
-    case PROP_METERED:
-      g_value_set_boolean (value, FALSE);
-      break;
-
-    case PROP_CONNECTIVITY:
-      g_value_set_enum (value, G_NETWORK_CONNECTIVITY_FULL);
-      break;
-
-    default:
-      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
-    }
-}
-
-static gboolean
-test_monitor_can_reach (GNetworkMonitor     *monitor,
-                        GSocketConnectable  *connectable,
-                        GCancellable        *cancellable,
-                        GError             **error)
-{
-  return TRUE;
-}
-
-static void
-test_monitor_iface_init (GNetworkMonitorInterface *iface)
-{
-  iface->can_reach = test_monitor_can_reach;
-}
-
-static void
-test_monitor_class_init (TestMonitorClass *klass)
-{
-  GObjectClass *object_class = G_OBJECT_CLASS (klass);
-
-  object_class->get_property = test_monitor_get_property;
-  g_object_class_override_property (object_class, PROP_AVAILABLE, "network-available");
-  g_object_class_override_property (object_class, PROP_METERED, "network-metered");
-  g_object_class_override_property (object_class, PROP_CONNECTIVITY, "connectivity");
-}
-
-static void
-test_monitor_init (TestMonitor *self)
-{
-}
+#include "kaged-test-doubles.h"
 
 typedef struct
 {
@@ -124,7 +35,7 @@ fixture_set_up (Fixture       *fixture,
   g_assert_no_error (error);
   fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
   fixture->clock = kaged_fake_clock_new (1764400000000);
-  fixture->monitor = g_object_new (TEST_TYPE_MONITOR, NULL);
+  fixture->monitor = g_object_new (TEST_TYPE_NETWORK_MONITOR, NULL);
 
   /* Overloaded and told not to retry at once: Tier 1 hands over at once. */
   fixture->server = kaged_fake_server_new (

@@ -1268,8 +1268,8 @@ test_sigkill_recovery (void)
     }
 
   g_assert_cmpuint (g_hash_table_size (posted), >, 0);
-  g_test_message ("%u operator messages survived 20 kills; %u interrupted runs recovered, "
-                  "%u of them with the text saved before the kill",
+  g_test_message ("%u operator messages survived 20 kills; %u interrupted runs recovered; "
+                  "interrupted replies were found holding their saved text %u times",
                   g_hash_table_size (posted), n_interrupted, n_partial_kept);
   g_assert_cmpuint (n_interrupted, >, 0);
   /* Text written before a kill survives it (the last 250 ms may not). */

@@ -40,7 +40,9 @@ fixture_set_up (Fixture       *fixture,
   fixture->store = kaged_store_open (db_path, &error);
   g_assert_no_error (error);
 
-  fixture->server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Hi\"}]", &error);
+  fixture->server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Hi\", "
+                                           "\"usage\": {\"input_tokens\": 600, "
+                                           "\"output_tokens\": 300}}]", &error);
   g_assert_no_error (error);
   kaged_fake_server_listen (fixture->server, 0, &error);
   g_assert_no_error (error);
@@ -67,6 +69,10 @@ fixture_tear_down (Fixture       *fixture,
   g_settings_reset (fixture->settings, "provider-kind");
   g_settings_reset (fixture->settings, "provider-base-url");
   g_settings_reset (fixture->settings, "provider-model");
+  g_settings_reset (fixture->settings, "provider-input-price");
+  g_settings_reset (fixture->settings, "provider-output-price");
+  g_settings_reset (fixture->settings, "spend-limit-period");
+  g_settings_reset (fixture->settings, "spend-limit");
   g_clear_object (&fixture->settings);
   g_clear_pointer (&fixture->url, g_free);
 
@@ -173,6 +179,67 @@ test_api_follows_preference (Fixture       *fixture,
   g_assert_cmpuint (get_status (sessions_url, token), ==, 0);
 }
 
+static KagedRun *
+post_and_wait (KagedSessionManager *manager,
+               gint64               session_id,
+               const char          *content)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  KagedRun *run = NULL;
+
+  receipt = kaged_session_manager_post (manager, session_id, content, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < 5000; i++)
+    {
+      g_clear_object (&run);
+      run = kaged_session_manager_get_run (manager, session_id, receipt->run_id, &error);
+      g_assert_no_error (error);
+      if (kaged_run_is_finished (run))
+        break;
+      g_main_context_iteration (NULL, TRUE);
+    }
+
+  return run;
+}
+
+static void
+test_spend_limit_follows_preferences (Fixture       *fixture,
+                                      gconstpointer  data)
+{
+  KagedSessionManager *manager = kaged_services_get_manager (fixture->services);
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedRun) first = NULL;
+  g_autoptr(KagedRun) second = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_settings_set_string (fixture->settings, "provider-kind", "openai");
+  g_settings_set_string (fixture->settings, "provider-base-url", fixture->url);
+  g_settings_set_double (fixture->settings, "provider-input-price", 1000.0);
+  g_settings_set_double (fixture->settings, "provider-output-price", 2000.0);
+  g_settings_set_string (fixture->settings, "spend-limit-period", "daily");
+  g_settings_set_double (fixture->settings, "spend-limit", 1.0);
+
+  session = kaged_session_manager_create_session (manager, "Budget", &error);
+  g_assert_no_error (error);
+
+  /* 600 × 1000 + 300 × 2000 per million tokens: 1.20, over today's 1.00. */
+  first = post_and_wait (manager, kaged_session_get_id (session), "An expensive question");
+  g_assert_cmpint (kaged_run_get_status (first), ==, KAGED_RUN_STATUS_SUCCEEDED);
+
+  second = post_and_wait (manager, kaged_session_get_id (session), "One more");
+  g_assert_cmpint (kaged_run_get_status (second), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_retry_class (second), ==, KAGED_RETRY_CLASS_SPEND_LIMIT_EXCEEDED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+
+  /* Raised in the preferences, replies flow again. */
+  g_settings_set_double (fixture->settings, "spend-limit", 5.0);
+  g_clear_object (&second);
+  second = post_and_wait (manager, kaged_session_get_id (session), "And now?");
+  g_assert_cmpint (kaged_run_get_status (second), ==, KAGED_RUN_STATUS_SUCCEEDED);
+}
+
 static void
 test_model_follows_preferences (Fixture       *fixture,
                                 gconstpointer  data)
@@ -224,6 +291,8 @@ main (int   argc,
               fixture_set_up, test_api_follows_preference, fixture_tear_down);
   g_test_add ("/services/model-follows-preferences", Fixture, NULL,
               fixture_set_up, test_model_follows_preferences, fixture_tear_down);
+  g_test_add ("/services/spend-limit-follows-preferences", Fixture, NULL,
+              fixture_set_up, test_spend_limit_follows_preferences, fixture_tear_down);
 
   ret = g_test_run ();
 

@@ -140,6 +140,7 @@ lookup_settings (void)
   g_autoptr(GSettingsSchema) schema = NULL;
   static const char * const keys[] = {
     "provider-kind", "provider-base-url", "provider-model", "provider-api-key-env", "api-port",
+    "provider-input-price", "provider-output-price", "spend-limit-period", "spend-limit",
   };
 
   if (source != NULL)
@@ -409,6 +410,13 @@ kaged_headless_main (int    argc,
   manager = kaged_session_manager_new (store, NULL);
   g_object_add_weak_pointer (G_OBJECT (manager), (gpointer *)&manager);
   kaged_session_manager_set_model (manager, resolver, profile);
+  {
+    KagedSpendLimit spend;
+
+    /* The spend limit of the preferences holds without a window too. */
+    kaged_spend_limit_init_from_settings (&spend, settings);
+    kaged_session_manager_set_spend_limit (manager, &spend);
+  }
 
   if (options.api_port >= 0)
     port = options.api_port;

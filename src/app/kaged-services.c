@@ -124,12 +124,23 @@ update_model (KagedServices *self)
 }
 
 static void
+update_spend_limit (KagedServices *self)
+{
+  KagedSpendLimit spend;
+
+  kaged_spend_limit_init_from_settings (&spend, self->settings);
+  kaged_session_manager_set_spend_limit (self->manager, &spend);
+}
+
+static void
 settings_changed_cb (GSettings     *settings,
                      const char    *key,
                      KagedServices *self)
 {
   if (g_str_has_prefix (key, "provider-"))
     update_model (self);
+  else if (g_str_has_prefix (key, "spend-limit"))
+    update_spend_limit (self);
   else if (g_str_equal (key, "api-enabled") || g_str_equal (key, "api-port"))
     update_api (self);
 }
@@ -303,6 +314,7 @@ kaged_services_new (GApplication *application,
   self->resolver = kaged_resolver_new (kaged_http_get_default_session (), keyring);
   self->manager = kaged_session_manager_new (store, NULL);
   update_model (self);
+  update_spend_limit (self);
 
   self->coordinator = kaged_retry_coordinator_new (self->manager, NULL, NULL);
   self->notifier = kaged_retry_notifier_new (application, self->coordinator, self->manager);

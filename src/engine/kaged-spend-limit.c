@@ -13,6 +13,34 @@
 #include "kaged-spend-limit.h"
 
 /**
+ * kaged_spend_limit_init_from_settings:
+ * @settings: (nullable): the application's settings
+ *
+ * Reads `spend-limit-period` and `spend-limit`; without settings, or with
+ * an unknown period, there is no limit. The prices stay with the profile.
+ */
+void
+kaged_spend_limit_init_from_settings (KagedSpendLimit *self,
+                                      GSettings       *settings)
+{
+  g_autofree char *period = NULL;
+
+  g_return_if_fail (self != NULL);
+  g_return_if_fail (!settings || G_IS_SETTINGS (settings));
+
+  *self = (KagedSpendLimit) { KAGED_SPEND_PERIOD_NONE, 0.0, 0.0, 0.0 };
+  if (settings == NULL)
+    return;
+
+  period = g_settings_get_string (settings, "spend-limit-period");
+  if (g_str_equal (period, "daily"))
+    self->period = KAGED_SPEND_PERIOD_DAILY;
+  else if (g_str_equal (period, "monthly"))
+    self->period = KAGED_SPEND_PERIOD_MONTHLY;
+  self->limit = g_settings_get_double (settings, "spend-limit");
+}
+
+/**
  * kaged_spend_limit_period_start:
  *
  * Returns: the start of the current period in local time, epoch

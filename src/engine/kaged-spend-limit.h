@@ -5,7 +5,7 @@
 
 #pragma once
 
-#include <glib.h>
+#include <gio/gio.h>
 
 #include "kaged-store.h"
 
@@ -35,6 +35,8 @@ typedef struct _KagedSpendLimit
   double           output_price;
 } KagedSpendLimit;
 
+void     kaged_spend_limit_init_from_settings (KagedSpendLimit *self,
+                                              GSettings       *settings);
 gint64   kaged_spend_limit_period_start (const KagedSpendLimit  *self,
                                          gint64                  now_ms);
 double   kaged_spend_limit_cost         (const KagedSpendLimit  *self,

@@ -486,8 +486,8 @@ kaged_provider_kind_needs_key (KagedProviderKind  kind,
  * @settings: (nullable): the application's settings, or %NULL
  *
  * The provider of the preferences (`provider-kind`, `provider-base-url`,
- * `provider-model`, `provider-api-key-env`); without settings, a local
- * Ollama.
+ * `provider-model`, `provider-api-key-env` and its prices); without
+ * settings, a local Ollama.
  *
  * Returns: (transfer full): a profile named "default"
  */
@@ -520,6 +520,9 @@ kaged_profile_new_from_settings (GSettings *settings)
                                model);
   if (api_key_env[0] != '\0')
     kaged_profile_set_api_key_env (profile, api_key_env);
+
+  kaged_profile_set_input_price (profile, g_settings_get_double (settings, "provider-input-price"));
+  kaged_profile_set_output_price (profile, g_settings_get_double (settings, "provider-output-price"));
 
   return profile;
 }

@@ -207,6 +207,51 @@ test_window_api_settings (void)
   gtk_window_destroy (GTK_WINDOW (window));
 }
 
+static void
+test_window_spending_settings (void)
+{
+  g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autofree char *period = NULL;
+  KagedPreferencesWindow *window;
+  GtkSpinButton *input_price;
+  GtkSpinButton *limit;
+  AdwComboRow *period_row;
+  gint64 deadline;
+
+  reset_settings (settings);
+
+  window = kaged_preferences_window_new (NULL);
+  input_price = GTK_SPIN_BUTTON (child (window, "input_price_button"));
+  limit = GTK_SPIN_BUTTON (child (window, "spend_limit_button"));
+  period_row = ADW_COMBO_ROW (child (window, "spend_period_row"));
+
+  /* No limit by default, and nothing to type a limit into. */
+  g_assert_cmpuint (adw_combo_row_get_selected (period_row), ==, 0);
+  g_assert_false (gtk_widget_get_sensitive (GTK_WIDGET (limit)));
+
+  gtk_spin_button_set_value (input_price, 2.5);
+  adw_combo_row_set_selected (period_row, 2);
+  g_assert_true (gtk_widget_get_sensitive (GTK_WIDGET (limit)));
+  gtk_spin_button_set_value (limit, 20);
+
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (g_settings_get_double (settings, "spend-limit") != 20 &&
+         g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, FALSE);
+
+  period = g_settings_get_string (settings, "spend-limit-period");
+  g_assert_cmpstr (period, ==, "monthly");
+  g_assert_cmpfloat (g_settings_get_double (settings, "provider-input-price"), ==, 2.5);
+  g_assert_cmpfloat (g_settings_get_double (settings, "spend-limit"), ==, 20);
+
+  /* And back from the settings to the rows. */
+  g_settings_set_string (settings, "spend-limit-period", "daily");
+  g_assert_cmpuint (adw_combo_row_get_selected (period_row), ==, 1);
+
+  reset_settings (settings);
+  gtk_window_destroy (GTK_WINDOW (window));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -222,6 +267,7 @@ main (int   argc,
   adw_init ();
   g_test_add_func ("/preferences/window/writes-settings", test_window_writes_settings);
   g_test_add_func ("/preferences/window/api-settings", test_window_api_settings);
+  g_test_add_func ("/preferences/window/spending-settings", test_window_spending_settings);
 
   return g_test_run ();
 }

@@ -29,6 +29,10 @@ struct _KagedPreferencesWindow
 
   /* Template children */
   AdwComboRow *kind_row;
+  GtkSpinButton *input_price_button;
+  GtkSpinButton *output_price_button;
+  AdwComboRow *spend_period_row;
+  GtkSpinButton *spend_limit_button;
   AdwEntryRow *base_url_row;
   AdwEntryRow *model_row;
   AdwEntryRow *api_key_env_row;
@@ -81,6 +85,41 @@ position_to_kind (const GValue       *value,
     return NULL;
 
   return g_variant_new_string (provider_kinds[position].kind);
+}
+
+/* The spend limit's period, in the order of the combo row. */
+static const char * const spend_periods[] = { "none", "daily", "monthly" };
+
+static gboolean
+period_to_position (GValue   *value,
+                    GVariant *variant,
+                    gpointer  user_data)
+{
+  const char *period = g_variant_get_string (variant, NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (spend_periods); i++)
+    {
+      if (g_str_equal (period, spend_periods[i]))
+        {
+          g_value_set_uint (value, i);
+          return TRUE;
+        }
+    }
+
+  return FALSE;
+}
+
+static GVariant *
+position_to_period (const GValue       *value,
+                    const GVariantType *expected_type,
+                    gpointer            user_data)
+{
+  guint position = g_value_get_uint (value);
+
+  if (position >= G_N_ELEMENTS (spend_periods))
+    return NULL;
+
+  return g_variant_new_string (spend_periods[position]);
 }
 
 static gboolean
@@ -184,6 +223,10 @@ kaged_preferences_window_class_init (KagedPreferencesWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, base_url_row);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, model_row);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_key_env_row);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, input_price_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, output_price_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, spend_period_row);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, spend_limit_button);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_group);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_enabled_switch);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_port_button);
@@ -221,6 +264,24 @@ kaged_preferences_window_init (KagedPreferencesWindow *self)
   g_signal_connect_object (self->settings, "changed::provider-kind",
                            G_CALLBACK (kaged_preferences_window_kind_changed),
                            self, G_CONNECT_SWAPPED);
+
+  g_settings_bind (self->settings, "provider-input-price",
+                   gtk_spin_button_get_adjustment (self->input_price_button), "value",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind (self->settings, "provider-output-price",
+                   gtk_spin_button_get_adjustment (self->output_price_button), "value",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_settings_bind_with_mapping (self->settings, "spend-limit-period",
+                                self->spend_period_row, "selected",
+                                G_SETTINGS_BIND_DEFAULT,
+                                period_to_position, position_to_period,
+                                NULL, NULL);
+  g_settings_bind (self->settings, "spend-limit",
+                   gtk_spin_button_get_adjustment (self->spend_limit_button), "value",
+                   G_SETTINGS_BIND_DEFAULT);
+  g_object_bind_property (self->spend_period_row, "selected",
+                          self->spend_limit_button, "sensitive",
+                          G_BINDING_SYNC_CREATE);
 
   g_settings_bind (self->settings, "api-enabled",
                    self->api_enabled_switch, "active",

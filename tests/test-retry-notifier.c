@@ -348,6 +348,51 @@ test_scheduled_then_reply_ready (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
 }
 
+static void
+test_scheduled_then_gave_up (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  g_autofree char *result_id = kaged_retry_notifier_dup_result_id (session_id);
+  g_autoptr(GError) error = NULL;
+  KagedRetryScheduler *scheduler;
+  const char *title = NULL;
+  const char *body = NULL;
+  Event *event;
+
+  /* Rate limited for 50 minutes; then the key turns out to be wrong. */
+  kaged_fake_server_set_scenario (fixture->server,
+    "[{\"status\": 429, \"headers\": {\"retry-after\": \"3000\"}, "
+    "  \"body\": {\"error\": {\"message\": \"Rate limit reached\", \"type\": \"requests\", "
+    "  \"code\": \"rate_limit_exceeded\"}}},"
+    " {\"status\": 401, \"body\": {\"error\": {\"message\": \"Incorrect API key provided\", "
+    "  \"type\": \"invalid_request_error\", \"code\": \"invalid_api_key\"}}}]", &error);
+  g_assert_no_error (error);
+
+  scheduler = post_and_wait_scheduled (fixture);
+  wait_events (fixture, 1);
+
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
+  for (guint i = 0; i < 5000 &&
+       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+
+  /* The scheduled notice is withdrawn, and nobody is looking: say it gave up, and why. */
+  wait_events (fixture, 3);
+  event = g_ptr_array_index (fixture->events, 1);
+  g_assert_null (event->notification);
+  event = g_ptr_array_index (fixture->events, 2);
+  g_assert_cmpstr (event->id, ==, result_id);
+  g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
+  g_assert_true (g_variant_lookup (event->notification, "body", "&s", &body));
+  g_assert_nonnull (strstr (title, "gave up"));
+  g_assert_nonnull (strstr (body, "401"));
+  /* Only a way back to the conversation: nothing left to retry. */
+  g_assert_null (g_variant_lookup_value (event->notification, "buttons", NULL));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -358,6 +403,8 @@ main (int   argc,
               fixture_set_up, test_scheduled_then_cancelled, fixture_tear_down);
   g_test_add ("/retry-notifier/scheduled-then-reply-ready", Fixture, NULL,
               fixture_set_up, test_scheduled_then_reply_ready, fixture_tear_down);
+  g_test_add ("/retry-notifier/scheduled-then-gave-up", Fixture, NULL,
+              fixture_set_up, test_scheduled_then_gave_up, fixture_tear_down);
 
   return g_test_run ();
 }

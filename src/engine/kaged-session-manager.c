@@ -547,6 +547,25 @@ build_context (KagedSessionManager  *self,
   return g_steal_pointer (&context);
 }
 
+/* Listens to @chat's deltas and attempts and sends it with the run's
+ * provider and cancellable; the run has a call pending until @done runs. */
+static void
+run_state_call (RunState            *state,
+                KagedChat           *chat,
+                GCallback            on_delta,
+                gulong              *delta_id,
+                GCallback            on_attempt,
+                gulong              *attempt_id,
+                GAsyncReadyCallback  done,
+                gpointer             data)
+{
+  *delta_id = g_signal_connect (chat, "delta", on_delta, data);
+  *attempt_id = g_signal_connect (chat, "attempt", on_attempt, data);
+
+  state->call_pending = TRUE;
+  kaged_provider_chat_async (state->provider, chat, state->cancellable, done, data);
+}
+
 static void run_state_open_chat (RunState *state);
 
 typedef struct
@@ -797,14 +816,10 @@ run_state_compact (RunState *state)
                                      "paragraphs. Keep every fact, name, number and decision "
                                      "that a continuation of the conversation may need. "
                                      "Answer with the summary only.");
-  compaction->attempt_id = g_signal_connect (compaction->chat, "attempt",
-                                             G_CALLBACK (compaction_attempt_cb), compaction);
-  compaction->delta_id = g_signal_connect (compaction->chat, "delta",
-                                           G_CALLBACK (compaction_delta_cb), compaction);
-
-  state->call_pending = TRUE;
-  kaged_provider_chat_async (state->provider, compaction->chat, state->cancellable,
-                             compaction_done_cb, compaction);
+  run_state_call (state, compaction->chat,
+                  G_CALLBACK (compaction_delta_cb), &compaction->delta_id,
+                  G_CALLBACK (compaction_attempt_cb), &compaction->attempt_id,
+                  compaction_done_cb, compaction);
 }
 
 /* ---------------------------------------------------------------------------
@@ -818,6 +833,7 @@ chat_done_cb (GObject      *object,
 {
   RunState *state = user_data;
   g_autoptr(GError) error = NULL;
+  gboolean overflow;
 
   kaged_provider_chat_finish (KAGED_PROVIDER (object), result, &error);
   state->call_pending = FALSE;
@@ -829,20 +845,19 @@ chat_done_cb (GObject      *object,
       return;
     }
 
-  if (error != NULL &&
-      !state->cancel_requested &&
-      !state->compacted &&
-      error->domain == KAGED_PROVIDER_ERROR &&
-      kaged_provider_error_get_retry_class (error) == KAGED_RETRY_CLASS_CONTEXT_OVERFLOW &&
+  overflow = error != NULL && error->domain == KAGED_PROVIDER_ERROR &&
+             kaged_provider_error_get_retry_class (error) == KAGED_RETRY_CLASS_CONTEXT_OVERFLOW;
+
+  /* Before the first delta, one compaction and one re-run; after that,
+   * an overflow is final and Tier 2 never arms on it. */
+  if (overflow && !state->cancel_requested && !state->compacted &&
       !kaged_chat_has_delta (state->chat))
     {
       run_state_compact (state);
       return;
     }
 
-  if (error != NULL &&
-      error->domain == KAGED_PROVIDER_ERROR &&
-      kaged_provider_error_get_retry_class (error) == KAGED_RETRY_CLASS_CONTEXT_OVERFLOW)
+  if (overflow)
     kaged_provider_error_set_retryable (error, FALSE);
 
   run_state_finish (state, error);
@@ -859,14 +874,10 @@ run_state_open_chat (RunState *state)
     }
 
   state->chat = kaged_chat_new (state->context, state->manager->system_prompt);
-  state->delta_id = g_signal_connect (state->chat, "delta",
-                                      G_CALLBACK (chat_delta_cb), state);
-  state->attempt_id = g_signal_connect (state->chat, "attempt",
-                                        G_CALLBACK (chat_attempt_cb), state);
-
-  state->call_pending = TRUE;
-  kaged_provider_chat_async (state->provider, state->chat, state->cancellable,
-                             chat_done_cb, state);
+  run_state_call (state, state->chat,
+                  G_CALLBACK (chat_delta_cb), &state->delta_id,
+                  G_CALLBACK (chat_attempt_cb), &state->attempt_id,
+                  chat_done_cb, state);
 }
 
 static void

@@ -31,6 +31,7 @@ typedef enum
   MODE_RESPOND,     /* the whole answer at once */
   MODE_STALL_OPEN,  /* never answer */
   MODE_STALL_BODY,  /* headers and the first part, then nothing */
+  MODE_END_LATER,   /* the whole answer, and the end of the body 50 ms later */
 } Mode;
 
 /* The server the test starts on 127.0.0.1, and what it is to answer. */
@@ -48,6 +49,8 @@ typedef struct
   SoupMessageHeaders *request_headers;
   char               *request_body;
   GPtrArray          *paused;
+  GHashTable         *client_ports;  /* one per connection */
+  GPtrArray          *timeouts;      /* GSource, for MODE_END_LATER */
 } Server;
 
 static GString *logged;
@@ -73,6 +76,17 @@ capture_writer (GLogLevelFlags   log_level,
   return G_LOG_WRITER_HANDLED;
 }
 
+static gboolean
+end_body_cb (gpointer data)
+{
+  SoupServerMessage *msg = data;
+
+  soup_message_body_complete (soup_server_message_get_response_body (msg));
+  soup_server_message_unpause (msg);
+
+  return G_SOURCE_REMOVE;
+}
+
 static void
 handler (SoupServer        *soup_server,
          SoupServerMessage *msg,
@@ -85,8 +99,12 @@ handler (SoupServer        *soup_server,
   g_autoptr(GBytes) request = NULL;
   gsize len = 0;
   const char *data;
+  GSource *timeout;
 
   server->n_requests++;
+  g_hash_table_add (server->client_ports,
+                    GUINT_TO_POINTER (g_inet_socket_address_get_port (
+                      G_INET_SOCKET_ADDRESS (soup_server_message_get_remote_address (msg)))));
   g_free (server->path);
   server->path = g_strdup (path);
   g_clear_pointer (&server->request_headers, soup_message_headers_unref);
@@ -109,6 +127,19 @@ handler (SoupServer        *soup_server,
                                  g_ptr_array_index (server->headers, i + 1));
 
   data = server->body != NULL ? g_bytes_get_data (server->body, &len) : "";
+
+  if (server->mode == MODE_END_LATER)
+    {
+      soup_message_headers_set_encoding (response_headers, SOUP_ENCODING_CHUNKED);
+      soup_message_headers_set_content_type (response_headers, server->content_type, NULL);
+      soup_message_body_append (soup_server_message_get_response_body (msg),
+                                SOUP_MEMORY_COPY, data, len);
+      timeout = g_timeout_source_new (50);
+      g_source_set_callback (timeout, end_body_cb, g_object_ref (msg), g_object_unref);
+      g_source_attach (timeout, NULL);
+      g_ptr_array_add (server->timeouts, timeout);
+      return;
+    }
 
   if (server->mode == MODE_STALL_BODY)
     {
@@ -133,6 +164,8 @@ server_new (void)
   server->server = soup_server_new (NULL, NULL);
   server->headers = g_ptr_array_new_with_free_func (g_free);
   server->paused = g_ptr_array_new_with_free_func (g_object_unref);
+  server->client_ports = g_hash_table_new (NULL, NULL);
+  server->timeouts = g_ptr_array_new_with_free_func ((GDestroyNotify)g_source_unref);
   server->status = 200;
   server->content_type = g_strdup ("text/event-stream");
   soup_server_add_handler (server->server, NULL, handler, server, NULL);
@@ -150,10 +183,14 @@ server_new (void)
 static void
 server_free (Server *server)
 {
+  for (guint i = 0; i < server->timeouts->len; i++)
+    g_source_destroy (g_ptr_array_index (server->timeouts, i));
+  g_ptr_array_unref (server->timeouts);
   soup_server_disconnect (server->server);
   g_clear_object (&server->server);
   g_ptr_array_unref (server->paused);
   g_ptr_array_unref (server->headers);
+  g_hash_table_unref (server->client_ports);
   g_clear_pointer (&server->body, g_bytes_unref);
   g_clear_pointer (&server->request_headers, soup_message_headers_unref);
   g_free (server->request_body);
@@ -1001,6 +1038,46 @@ test_done_while_open (void)
     }
 }
 
+static gboolean
+set_flag_cb (gpointer data)
+{
+  *(gboolean *)data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* A reply is complete at its end marker, and the rest of the body is still
+ * read, after the caller has its answer: the connection is then used again,
+ * without a new TCP (or TLS) handshake. */
+static void
+test_keeps_connection (void)
+{
+  for (Kind kind = OPENAI; kind <= OLLAMA; kind++)
+    {
+      g_autoptr(Case) c = case_new (kind, API_KEY);
+      gint64 started = g_get_monotonic_time ();
+      gboolean settled = FALSE;
+
+      c->server->mode = MODE_END_LATER;
+      case_answer_fixture (c, kind, fixtures[kind], NULL);
+      case_run (c, NULL);
+      g_assert_no_error (c->call.error);
+      /* The answer did not wait for the end of the body. */
+      g_assert_cmpint (g_get_monotonic_time () - started, <, 50 * 1000);
+
+      g_timeout_add (200, set_flag_cb, &settled);
+      while (!settled)
+        g_main_context_iteration (NULL, TRUE);
+
+      g_clear_object (&c->chat);
+      c->chat = chat_new ();
+      case_run (c, NULL);
+      g_assert_no_error (c->call.error);
+
+      g_assert_cmpuint (c->server->n_requests, ==, 2);
+      g_assert_cmpuint (g_hash_table_size (c->server->client_ports), ==, 1);
+    }
+}
+
 static void
 test_connection_refused (void)
 {
@@ -1343,6 +1420,7 @@ main (int   argc,
   g_test_add_func ("/providers/first-byte-timeout", test_first_byte_timeout);
   g_test_add_func ("/providers/idle-timeout", test_idle_timeout);
   g_test_add_func ("/providers/done-while-open", test_done_while_open);
+  g_test_add_func ("/providers/keeps-connection", test_keeps_connection);
   g_test_add_func ("/providers/connection-refused", test_connection_refused);
   g_test_add_func ("/providers/bad-base-url", test_bad_base_url);
   g_test_add_func ("/providers/bad-certificate", test_bad_certificate);

@@ -67,7 +67,8 @@ static const char scenario_help[] =
   "  \"delay_ms\": 5, \"usage\": {\"input_tokens\": 9, \"output_tokens\": 3}}.\n"
   "\n"
   "The server's own paths (not counted):\n"
-  "  GET  /__fake/stats     {\"total\", \"paths\": {PATH: N}, \"requests\": [...]}\n"
+  "  GET  /__fake/stats     {\"total\", \"paths\": {PATH: N}, \"connections\": N,\n"
+  "                          \"requests\": [...]}\n"
   "  POST /__fake/reset     forget requests, restart every step list\n"
   "  POST /__fake/scenario  replace the scenario with the request body\n"
   "\n"
@@ -111,6 +112,7 @@ struct _KagedFakeServer
 
   GPtrArray   *requests;      /* Request */
   GHashTable  *path_counts;   /* path → GUINT_TO_POINTER (n) */
+  GHashTable  *client_ports;  /* the client ports requests came from */
 
   GPtrArray   *jobs;          /* Job, owned */
 };
@@ -1455,6 +1457,7 @@ build_stats (KagedFakeServer *self)
   g_hash_table_iter_init (&iter, self->path_counts);
   while (g_hash_table_iter_next (&iter, &key, &value))
     json_object_set_int_member (paths, key, GPOINTER_TO_UINT (value));
+  json_object_set_int_member (stats, "connections", g_hash_table_size (self->client_ports));
 
   /* Headers are left out on purpose: they carry API keys. */
   for (guint i = 0; i < self->requests->len; i++)
@@ -1531,6 +1534,7 @@ server_callback (SoupServer        *server,
 {
   KagedFakeServer *self = user_data;
   SoupMessageBody *request_body = soup_server_message_get_request_body (msg);
+  GSocketAddress *remote;
   Request *request;
   JsonObject *step;
   Job *job;
@@ -1551,6 +1555,12 @@ server_callback (SoupServer        *server,
 
   n = GPOINTER_TO_UINT (g_hash_table_lookup (self->path_counts, path));
   g_hash_table_insert (self->path_counts, g_strdup (path), GUINT_TO_POINTER (n + 1));
+
+  /* Every connection of a client on loopback has a port of its own. */
+  remote = soup_server_message_get_remote_address (msg);
+  if (G_IS_INET_SOCKET_ADDRESS (remote))
+    g_hash_table_add (self->client_ports,
+                      GUINT_TO_POINTER (g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (remote))));
 
   g_debug ("%s %s (request %u)", request->method, path, self->requests->len);
 
@@ -1602,6 +1612,7 @@ kaged_fake_server_finalize (GObject *object)
   g_clear_pointer (&self->path_queues, g_hash_table_unref);
   g_clear_pointer (&self->requests, g_ptr_array_unref);
   g_clear_pointer (&self->path_counts, g_hash_table_unref);
+  g_clear_pointer (&self->client_ports, g_hash_table_unref);
 
   G_OBJECT_CLASS (kaged_fake_server_parent_class)->finalize (object);
 }
@@ -1620,6 +1631,7 @@ kaged_fake_server_init (KagedFakeServer *self)
 {
   self->requests = g_ptr_array_new_with_free_func ((GDestroyNotify)request_free);
   self->path_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->client_ports = g_hash_table_new (NULL, NULL);
   self->jobs = g_ptr_array_new_with_free_func ((GDestroyNotify)job_free);
   self->server = soup_server_new ("server-header", "kaged-fake-provider ", NULL);
   soup_server_add_handler (self->server, NULL, server_callback, self, NULL);
@@ -1777,6 +1789,7 @@ kaged_fake_server_reset (KagedFakeServer *self)
 
   g_ptr_array_set_size (self->requests, 0);
   g_hash_table_remove_all (self->path_counts);
+  g_hash_table_remove_all (self->client_ports);
   self->default_queue->next = 0;
   g_hash_table_iter_init (&iter, self->path_queues);
   while (g_hash_table_iter_next (&iter, NULL, &value))
@@ -1799,6 +1812,20 @@ kaged_fake_server_get_n_requests (KagedFakeServer *self,
     return self->requests->len;
 
   return GPOINTER_TO_UINT (g_hash_table_lookup (self->path_counts, path));
+}
+
+/**
+ * kaged_fake_server_get_n_connections:
+ *
+ * Returns: how many connections the requests came over (one, for any
+ *   number of requests on a connection kept open)
+ */
+guint
+kaged_fake_server_get_n_connections (KagedFakeServer *self)
+{
+  g_return_val_if_fail (KAGED_IS_FAKE_SERVER (self), 0);
+
+  return g_hash_table_size (self->client_ports);
 }
 
 /**

@@ -50,6 +50,7 @@ void             kaged_fake_server_reset                 (KagedFakeServer  *self
 
 guint            kaged_fake_server_get_n_requests        (KagedFakeServer  *self,
                                                           const char       *path);
+guint            kaged_fake_server_get_n_connections     (KagedFakeServer  *self);
 guint            kaged_fake_server_get_n_active          (KagedFakeServer  *self);
 GBytes          *kaged_fake_server_get_request_body      (KagedFakeServer  *self,
                                                           guint             index);

@@ -149,6 +149,11 @@ kaged_http_config_new_message (KagedHttpConfig  *config,
 
   message = soup_message_new_from_uri (SOUP_METHOD_POST, uri);
 
+  /* Without this libsoup opens a new connection, and a new TLS handshake,
+   * for every POST. It lets libsoup send the request again only when a kept
+   * connection turns out to be closed before any answer came. */
+  soup_message_add_flags (message, SOUP_MESSAGE_IDEMPOTENT);
+
   json_generator_set_root (generator, root);
   json = json_generator_to_data (generator, &len);
   bytes = g_bytes_new_take (g_steal_pointer (&json), len);
@@ -523,6 +528,7 @@ typedef struct
   gsize               received;
   Phase               phase;
   guint               timed_out : 1;
+  guint               at_end : 1;
 } Stream;
 
 static void
@@ -546,6 +552,75 @@ stream_free (Stream *state)
   g_clear_pointer (&state->unrecognized, g_byte_array_unref);
   forget_key (&state->api_key);
   g_free (state);
+}
+
+/* After a stream's end marker only the end of the HTTP body is left to
+ * come. Reading it hands the connection back to the session to be used
+ * again, where dropping the stream would close it. The caller has its
+ * answer already; this goes on alone, a little at most. */
+#define DRAIN_MAX_BYTES   (64 * 1024)
+#define DRAIN_TIMEOUT_MS  1000
+
+typedef struct
+{
+  GInputStream *stream;
+  GCancellable *cancellable;
+  GSource      *timeout;
+  gsize         drained;
+} Drain;
+
+static void
+drain_free (Drain *drain)
+{
+  g_source_destroy (drain->timeout);
+  g_source_unref (drain->timeout);
+  g_object_unref (drain->cancellable);
+  g_object_unref (drain->stream);
+  g_free (drain);
+}
+
+static gboolean
+drain_timeout_cb (gpointer user_data)
+{
+  Drain *drain = user_data;
+
+  g_cancellable_cancel (drain->cancellable);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+drain_read_cb (GObject      *object,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  Drain *drain = user_data;
+  gssize n;
+
+  n = g_input_stream_skip_finish (G_INPUT_STREAM (object), result, NULL);
+  if (n > 0 && (drain->drained += n) < DRAIN_MAX_BYTES)
+    {
+      g_input_stream_skip_async (drain->stream, DRAIN_MAX_BYTES - drain->drained,
+                                 G_PRIORITY_LOW, drain->cancellable, drain_read_cb, drain);
+      return;
+    }
+
+  drain_free (drain);
+}
+
+static void
+drain_body (GInputStream *stream)
+{
+  Drain *drain = g_new0 (Drain, 1);
+
+  drain->stream = stream;
+  drain->cancellable = g_cancellable_new ();
+  drain->timeout = g_timeout_source_new (DRAIN_TIMEOUT_MS);
+  g_source_set_static_name (drain->timeout, "[kaged] draining a provider reply");
+  g_source_set_callback (drain->timeout, drain_timeout_cb, drain, NULL);
+  g_source_attach (drain->timeout, g_main_context_get_thread_default ());
+
+  g_input_stream_skip_async (stream, DRAIN_MAX_BYTES, G_PRIORITY_LOW,
+                             drain->cancellable, drain_read_cb, drain);
 }
 
 static void read_next (GTask *task);
@@ -691,6 +766,9 @@ return_success (GTask *task)
       return;
     }
 
+  if (state->stream != NULL && !state->at_end)
+    drain_body (g_steal_pointer (&state->stream));
+
   kaged_chat_flush (state->decoder->chat);
   g_task_return_boolean (task, TRUE);
 }
@@ -765,7 +843,7 @@ error_body_read_cb (GObject      *object,
         {
           arm_deadline (state, state->idle_timeout_ms);
           g_input_stream_read_bytes_async (state->stream, KAGED_HTTP_READ_SIZE,
-                                           G_PRIORITY_DEFAULT, state->cancellable,
+                                           KAGED_RUN_PRIORITY, state->cancellable,
                                            error_body_read_cb, g_steal_pointer (&task));
           return;
         }
@@ -811,6 +889,7 @@ body_read_cb (GObject      *object,
   size = g_bytes_get_size (bytes);
   if (size == 0)
     {
+      state->at_end = TRUE;
       end_of_body (task);
       return;
     }
@@ -852,7 +931,7 @@ read_next (GTask *task)
 
   arm_deadline (state, state->idle_timeout_ms);
   g_input_stream_read_bytes_async (state->stream, KAGED_HTTP_READ_SIZE,
-                                   G_PRIORITY_DEFAULT, state->cancellable,
+                                   KAGED_RUN_PRIORITY, state->cancellable,
                                    body_read_cb, task);
 }
 
@@ -887,7 +966,7 @@ send_cb (GObject      *object,
       state->error_body = g_byte_array_new ();
       arm_deadline (state, state->idle_timeout_ms);
       g_input_stream_read_bytes_async (state->stream, KAGED_HTTP_READ_SIZE,
-                                       G_PRIORITY_DEFAULT, state->cancellable,
+                                       KAGED_RUN_PRIORITY, state->cancellable,
                                        error_body_read_cb, g_steal_pointer (&task));
       return;
     }
@@ -947,6 +1026,6 @@ kaged_http_stream (KagedHttpConfig    *config,
            config->model != NULL ? config->model : "");
 
   arm_deadline (state, state->first_byte_timeout_ms);
-  soup_session_send_async (state->session, message, G_PRIORITY_DEFAULT, state->cancellable,
+  soup_session_send_async (state->session, message, KAGED_RUN_PRIORITY, state->cancellable,
                            send_cb, task);
 }

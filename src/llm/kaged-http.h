@@ -11,6 +11,7 @@
 #include "kaged-chat.h"
 #include "kaged-clock.h"
 #include "kaged-ndjson-parser.h"
+#include "kaged-provider.h"
 #include "kaged-sse-parser.h"
 
 G_BEGIN_DECLS

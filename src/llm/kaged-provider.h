@@ -13,6 +13,14 @@
 G_BEGIN_DECLS
 
 /*
+ * Provider calls, and the runs around them, work just below the default
+ * priority: input, and requests to the local API, are answered first, and a
+ * busy stream does not hold them up. Redraws (G_PRIORITY_HIGH_IDLE and
+ * below) still come after.
+ */
+#define KAGED_RUN_PRIORITY (G_PRIORITY_DEFAULT + 10)
+
+/*
  * KAGED_PROVIDER_ERROR is an extended GError domain: the error code is the
  * KagedRetryClass, and each error carries the rest of the classification
  * (retryable, retry_after_until) plus what the provider said: the HTTP

@@ -1657,6 +1657,67 @@ test_compacted (Fixture       *fixture,
   g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID);
 }
 
+static goffset
+file_size (const char *path)
+{
+  GStatBuf buf;
+
+  return g_stat (path, &buf) == 0 ? (goffset)buf.st_size : 0;
+}
+
+/* Once the WAL holds 1,000 pages, the store's own thread copies it into the
+ * database file: no commit of the writing thread does it. Everything written
+ * stays readable, then and after reopening. */
+static void
+test_checkpoints (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autoptr(KagedSession) session = add_session (store, "Long");
+  g_autofree char *wal = g_strconcat (fixture->path, "-wal", NULL);
+  g_autofree char *content = NULL;
+  g_autoptr(GPtrArray) messages = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 deadline;
+
+  g_assert_cmpuint (kaged_store_get_n_checkpoints (store), ==, 0);
+
+  /* 300 messages of 16 KiB: about 1,200 pages, one transaction each. */
+  content = g_strnfill (16 * 1024, 'k');
+  for (guint i = 0; i < 300; i++)
+    add_operator (store, kaged_session_get_id (session), content);
+
+  deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  while (kaged_store_get_n_checkpoints (store) == 0 && g_get_monotonic_time () < deadline)
+    g_usleep (10 * 1000);
+  g_assert_cmpuint (kaged_store_get_n_checkpoints (store), >=, 1);
+
+  /* The pages are in the database file now, not only in the WAL. */
+  g_assert_cmpint (file_size (fixture->path), >, 2 * 1024 * 1024);
+
+  /* A writer that never pauses does not grow the WAL without end: at
+   * 16,000 pages (64 MiB) it finishes the checkpoint itself. */
+  for (guint i = 0; i < 4000; i++)
+    add_operator (store, kaged_session_get_id (session), content);
+  g_assert_cmpint (file_size (wal), <, 70 * 1024 * 1024);
+
+  messages = kaged_store_list_messages (store, kaged_session_get_id (session), FALSE, 0,
+                                        G_MAXUINT, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (messages->len, ==, 4300);
+  g_clear_pointer (&messages, g_ptr_array_unref);
+
+  g_clear_object (&store);
+  g_assert_false (g_file_test (wal, G_FILE_TEST_EXISTS));
+
+  store = open_store (fixture);
+  messages = kaged_store_list_messages (store, kaged_session_get_id (session), FALSE, 0,
+                                        G_MAXUINT, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (messages->len, ==, 4300);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (messages, 4299)), ==, content);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -1686,6 +1747,7 @@ main (int   argc,
   ADD_TEST ("/store/retry-state", test_retry_state);
   ADD_TEST ("/store/transaction", test_transaction);
   ADD_TEST ("/store/compacted", test_compacted);
+  ADD_TEST ("/store/checkpoints", test_checkpoints);
 
 #undef ADD_TEST
 

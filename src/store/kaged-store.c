@@ -349,6 +349,34 @@ static const char * const stmt_sql[N_STMTS] = {
     "SELECT " RETRY_STATE_COLUMNS "FROM retry_states ORDER BY session_id",
 };
 
+/*
+ * Checkpoints, which copy the WAL back into the database file and sync it,
+ * run in a thread of the store's on a connection of its own. SQLite's own
+ * automatic checkpoint would run inside whichever commit crosses the
+ * threshold, on the thread that writes, and hold it up for as long as the
+ * disk takes. A passive checkpoint never blocks a writer.
+ */
+#define CHECKPOINT_FRAMES      1000
+/* The WAL starts over at the first write after everything in it was
+ * copied, which a writer that never pauses leaves no room for: at this
+ * size the writing thread copies the rest itself, as SQLite would. */
+#define CHECKPOINT_WAIT_FRAMES (16 * CHECKPOINT_FRAMES)
+/* The WAL file is cut back to this size (4 MiB) when it starts over. */
+#define WAL_SIZE_LIMIT         4194304
+
+typedef struct
+{
+  GMutex   lock;
+  GCond    cond;
+  GThread *thread;
+  sqlite3 *db;
+  char    *display_name;
+  guint64  n_done;
+  int      n_copied;      /* frames of the WAL in the file already */
+  guint    wanted : 1;
+  guint    quit : 1;
+} Checkpointer;
+
 struct _KagedStore
 {
   GObject parent_instance;
@@ -362,6 +390,7 @@ struct _KagedStore
   guint depth;
   int owner_fd;
   guint64 n_commits;
+  Checkpointer *checkpointer;
 
   GPtrArray *interrupted_runs;
   GPtrArray *queued_runs;
@@ -1152,6 +1181,132 @@ failed:
   return FALSE;
 }
 
+static gpointer
+checkpoint_thread (gpointer data)
+{
+  Checkpointer *checkpointer = data;
+
+  g_mutex_lock (&checkpointer->lock);
+
+  for (;;)
+    {
+      int n_frames = 0, n_copied = 0;
+      int rc;
+
+      while (!checkpointer->wanted && !checkpointer->quit)
+        g_cond_wait (&checkpointer->cond, &checkpointer->lock);
+      if (checkpointer->quit)
+        break;
+      checkpointer->wanted = FALSE;
+      g_mutex_unlock (&checkpointer->lock);
+
+      rc = sqlite3_wal_checkpoint_v2 (checkpointer->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                      &n_frames, &n_copied);
+      if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+        g_warning ("Could not copy the journal of “%s” into it: %s",
+                   checkpointer->display_name, sqlite3_errmsg (checkpointer->db));
+      else
+        g_debug ("Checkpoint of “%s”: %d of %d frames copied",
+                 checkpointer->display_name, n_copied, n_frames);
+
+      g_mutex_lock (&checkpointer->lock);
+      checkpointer->n_done++;
+      if (rc == SQLITE_OK)
+        checkpointer->n_copied = MAX (n_copied, 0);
+    }
+
+  g_mutex_unlock (&checkpointer->lock);
+
+  return NULL;
+}
+
+/* After every commit, with the frames in the WAL. */
+static int
+wal_hook_cb (gpointer     user_data,
+             sqlite3     *db,
+             const char  *name,
+             int          n_frames)
+{
+  Checkpointer *checkpointer = user_data;
+
+  if (n_frames < CHECKPOINT_FRAMES)
+    return SQLITE_OK;
+
+  if (n_frames >= CHECKPOINT_WAIT_FRAMES)
+    {
+      sqlite3_wal_checkpoint_v2 (db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+      return SQLITE_OK;
+    }
+
+  g_mutex_lock (&checkpointer->lock);
+  /* Frames counted before the WAL started over are gone. */
+  if (checkpointer->n_copied > n_frames)
+    checkpointer->n_copied = 0;
+  if (!checkpointer->wanted && n_frames - checkpointer->n_copied >= CHECKPOINT_FRAMES)
+    {
+      checkpointer->wanted = TRUE;
+      g_cond_signal (&checkpointer->cond);
+    }
+  g_mutex_unlock (&checkpointer->lock);
+
+  return SQLITE_OK;
+}
+
+static void
+checkpointer_free (Checkpointer *checkpointer)
+{
+  if (checkpointer->thread != NULL)
+    {
+      g_mutex_lock (&checkpointer->lock);
+      checkpointer->quit = TRUE;
+      g_cond_signal (&checkpointer->cond);
+      g_mutex_unlock (&checkpointer->lock);
+      g_thread_join (checkpointer->thread);
+    }
+
+  sqlite3_close (checkpointer->db);
+  g_mutex_clear (&checkpointer->lock);
+  g_cond_clear (&checkpointer->cond);
+  g_free (checkpointer->display_name);
+  g_free (checkpointer);
+}
+
+/* Takes the checkpoints off the store's connection. Without a second
+ * connection or a thread, SQLite keeps doing them itself. */
+static void
+start_checkpointer (KagedStore *self)
+{
+  g_autoptr(GError) error = NULL;
+  Checkpointer *checkpointer;
+  int rc;
+
+  checkpointer = g_new0 (Checkpointer, 1);
+  g_mutex_init (&checkpointer->lock);
+  g_cond_init (&checkpointer->cond);
+  checkpointer->display_name = g_strdup (self->display_name);
+
+  rc = sqlite3_open_v2 (self->path, &checkpointer->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
+                        NULL);
+  /* A connection learns that the file is in WAL mode when it first reads. */
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec (checkpointer->db, "PRAGMA journal_mode", NULL, NULL, NULL);
+  if (rc == SQLITE_OK)
+    checkpointer->thread = g_thread_try_new ("kaged-checkpoint", checkpoint_thread,
+                                             checkpointer, &error);
+
+  if (checkpointer->thread == NULL)
+    {
+      g_warning ("Checkpoints of “%s” stay on the writing thread: %s", self->display_name,
+                 error != NULL ? error->message : sqlite3_errstr (rc));
+      checkpointer_free (checkpointer);
+      return;
+    }
+
+  self->checkpointer = checkpointer;
+  sqlite3_wal_hook (self->db, wal_hook_cb, checkpointer);
+}
+
 /* Counts every transaction that writes, explicit or not. */
 static int
 count_commit (gpointer user_data)
@@ -1209,6 +1364,7 @@ kaged_store_initable_init (GInitable     *initable,
     }
 
   if (!exec_sql (self, "PRAGMA journal_mode = WAL", error) ||
+      !exec_sql (self, "PRAGMA journal_size_limit = " G_STRINGIFY (WAL_SIZE_LIMIT), error) ||
       !exec_sql (self, "PRAGMA synchronous = NORMAL", error) ||
       !exec_sql (self, "PRAGMA foreign_keys = ON", error))
     return FALSE;
@@ -1217,6 +1373,7 @@ kaged_store_initable_init (GInitable     *initable,
     return FALSE;
 
   sqlite3_busy_timeout (self->db, BUSY_TIMEOUT_MS);
+  start_checkpointer (self);
 
   return TRUE;
 }
@@ -1242,6 +1399,12 @@ kaged_store_finalize (GObject *object)
 
   for (guint i = 0; i < N_STMTS; i++)
     g_clear_pointer (&self->stmts[i], sqlite3_finalize);
+
+  /* First, so that the store's own connection is the last one: closing it
+   * copies what is left of the WAL into the file and removes the WAL. */
+  if (self->db != NULL)
+    sqlite3_wal_hook (self->db, NULL, NULL);
+  g_clear_pointer (&self->checkpointer, checkpointer_free);
 
   if (self->db != NULL)
     {
@@ -2971,4 +3134,28 @@ kaged_store_get_n_write_transactions (KagedStore *self)
   g_return_val_if_fail (KAGED_IS_STORE (self), 0);
 
   return self->n_commits;
+}
+
+/**
+ * kaged_store_get_n_checkpoints:
+ *
+ * Returns: how many checkpoints the store's checkpoint thread has run (it
+ *   copies the WAL back into the database file once the WAL holds
+ *   1,000 pages)
+ */
+guint64
+kaged_store_get_n_checkpoints (KagedStore *self)
+{
+  guint64 n;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), 0);
+
+  if (self->checkpointer == NULL)
+    return 0;
+
+  g_mutex_lock (&self->checkpointer->lock);
+  n = self->checkpointer->n_done;
+  g_mutex_unlock (&self->checkpointer->lock);
+
+  return n;
 }

@@ -109,6 +109,7 @@ KagedStore           *kaged_store_open_with_clock      (const char              
 const char           *kaged_store_get_path             (KagedStore                 *self);
 guint64               kaged_store_get_n_write_transactions
                                                        (KagedStore                 *self);
+guint64               kaged_store_get_n_checkpoints    (KagedStore                 *self);
 KagedClock           *kaged_store_get_clock            (KagedStore                 *self);
 GPtrArray            *kaged_store_get_interrupted_runs (KagedStore                 *self);
 GPtrArray            *kaged_store_get_queued_runs      (KagedStore                 *self);

@@ -451,6 +451,56 @@ test_second_post_is_queued (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
 }
 
+static void
+record_status (KagedSessionManager *manager,
+               KagedRun            *run,
+               GArray              *statuses)
+{
+  KagedRunStatus status = kaged_run_get_status (run);
+
+  g_array_append_val (statuses, status);
+}
+
+/* The receipt comes first: the run is stored running with its reply, and
+ * its provider call starts only once the main loop has nothing more
+ * urgent. Observers still see it queued, then started. */
+static void
+test_post_answers_before_run_starts (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GArray) statuses = g_array_new (FALSE, FALSE, sizeof (KagedRunStatus));
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  gulong handler;
+
+  fixture_set_scenario (fixture, "[{\"kind\": \"openai\", \"text\": \"At once\"}]");
+  handler = g_signal_connect (fixture->manager, "run-changed", G_CALLBACK (record_status), statuses);
+
+  receipt = post (fixture, "Quick");
+  g_assert_cmpint (receipt->status, ==, KAGED_RECEIPT_STATUS_DISPATCHED);
+
+  run = get_run (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_RUNNING);
+  g_assert_cmpint (kaged_run_get_started_at (run), >, 0);
+  reply = get_reply (fixture, receipt->run_id);
+  g_assert_nonnull (reply);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_STREAMING);
+  g_assert_cmpint (kaged_message_get_id (reply), >, receipt->message_id);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 0);
+
+  g_assert_cmpuint (statuses->len, ==, 2);
+  g_assert_cmpint (g_array_index (statuses, KagedRunStatus, 0), ==, KAGED_RUN_STATUS_QUEUED);
+  g_assert_cmpint (g_array_index (statuses, KagedRunStatus, 1), ==, KAGED_RUN_STATUS_RUNNING);
+
+  wait_run (fixture, receipt->run_id);
+  g_signal_handler_disconnect (fixture->manager, handler);
+
+  g_assert_cmpuint (statuses->len, ==, 3);
+  g_assert_cmpint (g_array_index (statuses, KagedRunStatus, 2), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+}
+
 static gboolean
 reply_has_text (Fixture  *fixture,
                 gpointer  data)
@@ -478,6 +528,30 @@ assert_cancelled (Fixture    *fixture,
   g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_CANCELLED);
   g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_NONE);
   g_assert_true (g_str_has_prefix (kaged_message_get_content (reply), partial));
+}
+
+/* Cancelled before its provider call started, a run never makes one. */
+static void
+test_cancel_before_start (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  fixture_set_scenario (fixture, "[{\"kind\": \"openai\", \"text\": \"Never asked\"}]");
+
+  receipt = post (fixture, "Never mind");
+  g_assert_true (kaged_session_manager_cancel (fixture->manager, session_id, receipt->run_id,
+                                               &error));
+  g_assert_no_error (error);
+  assert_cancelled (fixture, receipt->run_id, "");
+
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 0);
+  g_assert_false (kaged_session_manager_is_busy (fixture->manager, session_id));
 }
 
 static void
@@ -1305,6 +1379,8 @@ main (int   argc,
   ADD ("post/streams-reply", test_post_streams_reply);
   ADD ("post/refuses-bad-content", test_post_refuses_bad_content);
   ADD ("post/second-is-queued", test_second_post_is_queued);
+  ADD ("post/answers-before-run-starts", test_post_answers_before_run_starts);
+  ADD ("cancel/before-start", test_cancel_before_start);
   ADD ("cancel/during-stream", test_cancel_during_stream);
   ADD ("cancel/during-retry-sleep", test_cancel_during_retry_sleep);
   ADD ("cancel/queued", test_cancel_queued);

@@ -74,6 +74,7 @@ struct _RunState
   GPtrArray           *context;   /* KagedMessage sent to the model */
   gulong               delta_id;
   gulong               attempt_id;
+  GSource             *start_source;
   GSource             *delta_source;
   GSource             *flush_source;
   guint                dirty : 1;
@@ -145,6 +146,7 @@ get_session_state (KagedSessionManager *self,
 static void
 run_state_free (RunState *state)
 {
+  kaged_clock_clear_source (&state->start_source);
   kaged_clock_clear_source (&state->delta_source);
   kaged_clock_clear_source (&state->flush_source);
   if (state->chat != NULL)
@@ -429,6 +431,7 @@ run_state_finish (RunState     *state,
       apply_classification (state->run, state->message, error);
     }
 
+  kaged_clock_clear_source (&state->start_source);
   kaged_clock_clear_source (&state->delta_source);
   kaged_clock_clear_source (&state->flush_source);
 
@@ -969,26 +972,32 @@ start_run_in_transaction (KagedStore  *store,
   return kaged_store_append_message (store, state->message, error);
 }
 
-/* Makes @run the session's active run: stores it running with a fresh
- * agent message and starts the provider call. */
-static void
-session_state_dispatch (KagedSessionManager *self,
-                        SessionState        *session,
-                        KagedRun            *run)
+static gboolean
+run_state_start_cb (gpointer user_data)
 {
-  g_autoptr(GError) error = NULL;
-  RunState *state;
+  RunState *state = user_data;
 
-  g_assert (session->active == NULL);
+  g_clear_pointer (&state->start_source, g_source_unref);
+  run_state_start (state);
 
-  state = g_new0 (RunState, 1);
+  return G_SOURCE_REMOVE;
+}
+
+/* The state of @run about to become its session's active run: the run
+ * marked running and its agent message, neither stored yet. */
+static RunState *
+run_state_new (KagedSessionManager *self,
+               SessionState        *session,
+               KagedRun            *run)
+{
+  RunState *state = g_new0 (RunState, 1);
+
   state->manager = g_object_ref (self);
   state->session = session;
   state->run = g_object_ref (run);
   state->cancellable = g_cancellable_new ();
   state->text = g_string_new (NULL);
   state->pending = g_string_new (NULL);
-  session->active = state;
 
   kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
   kaged_run_set_started_at (run, now_ms (self));
@@ -1001,19 +1010,68 @@ session_state_dispatch (KagedSessionManager *self,
   kaged_message_set_status (state->message, KAGED_MESSAGE_STATUS_STREAMING);
   kaged_message_set_created_at (state->message, now_ms (self));
 
+  return state;
+}
+
+/*
+ * With the run and its agent message stored, makes @state its session's
+ * active run and starts the provider call from an idle at
+ * KAGED_RUN_PRIORITY: whoever asked for the run (a request to the local
+ * API, a click) has the answer first, and a burst of posts is not slowed
+ * down by the context building and provider calls of the runs it starts.
+ * Cancelling the run finishes it, which stops the start as well.
+ */
+static void
+run_state_activate (RunState *state)
+{
+  state->session->active = state;
+
+  state->start_source = g_idle_source_new ();
+  g_source_set_priority (state->start_source, KAGED_RUN_PRIORITY);
+  g_source_set_static_name (state->start_source, "[kaged] starting a run");
+  g_source_set_callback (state->start_source, run_state_start_cb, state, NULL);
+  g_source_attach (state->start_source, g_main_context_get_thread_default ());
+}
+
+/* Tells observers that @run started with @reply. They may cancel it, so
+ * nothing here refers to the run's state. */
+static void
+announce_run_started (KagedSessionManager *self,
+                      KagedRun            *run,
+                      KagedMessage        *reply)
+{
+  g_autoptr(KagedRun) hold_run = g_object_ref (run);
+  g_autoptr(KagedMessage) hold_reply = g_object_ref (reply);
+
+  g_signal_emit (self, signals [RUN_CHANGED], 0, hold_run);
+  g_signal_emit (self, signals [MESSAGE_ADDED], 0, hold_reply);
+  emit_session_changed (self, kaged_run_get_session_id (hold_run));
+}
+
+/* Makes @run, stored queued, the session's active run. */
+static void
+session_state_dispatch (KagedSessionManager *self,
+                        SessionState        *session,
+                        KagedRun            *run)
+{
+  g_autoptr(GError) error = NULL;
+  RunState *state;
+
+  g_assert (session->active == NULL);
+
+  state = run_state_new (self, session, run);
+
   if (!kaged_store_transaction (self->store, start_run_in_transaction, state, &error))
     {
+      session->active = state;
       g_clear_object (&state->message);
       g_signal_emit (self, signals [RUN_CHANGED], 0, run);
       run_state_finish (state, error);
       return;
     }
 
-  g_signal_emit (self, signals [RUN_CHANGED], 0, run);
-  g_signal_emit (self, signals [MESSAGE_ADDED], 0, state->message);
-  emit_session_changed (self, session->session_id);
-
-  run_state_start (state);
+  run_state_activate (state);
+  announce_run_started (self, run, state->message);
 }
 
 static void
@@ -1455,37 +1513,51 @@ get_session (KagedSessionManager  *self,
 }
 
 static KagedReceipt *
-enqueue_run (KagedSessionManager *self,
-             SessionState        *session,
-             KagedRun            *run,
-             gint64               message_id)
+receipt_new (SessionState       *session,
+             KagedRun           *run,
+             gint64              message_id,
+             KagedReceiptStatus  status)
 {
   KagedReceipt *receipt = kaged_receipt_new ();
 
   receipt->session_id = session->session_id;
   receipt->message_id = message_id;
   receipt->run_id = kaged_run_get_id (run);
-
-  g_signal_emit (self, signals [RUN_CHANGED], 0, run);
-
-  if (session->active == NULL && g_queue_is_empty (&session->queue) && !self->shutting_down)
-    {
-      receipt->status = KAGED_RECEIPT_STATUS_DISPATCHED;
-      session_state_dispatch (self, session, run);
-    }
-  else
-    {
-      receipt->status = KAGED_RECEIPT_STATUS_QUEUED;
-      g_queue_push_tail (&session->queue, g_object_ref (run));
-    }
+  receipt->status = status;
 
   return receipt;
+}
+
+static gboolean
+session_state_can_dispatch (KagedSessionManager *self,
+                            SessionState        *session)
+{
+  return session->active == NULL && g_queue_is_empty (&session->queue) && !self->shutting_down;
+}
+
+static KagedReceipt *
+enqueue_run (KagedSessionManager *self,
+             SessionState        *session,
+             KagedRun            *run,
+             gint64               message_id)
+{
+  g_signal_emit (self, signals [RUN_CHANGED], 0, run);
+
+  if (session_state_can_dispatch (self, session))
+    {
+      session_state_dispatch (self, session, run);
+      return receipt_new (session, run, message_id, KAGED_RECEIPT_STATUS_DISPATCHED);
+    }
+
+  g_queue_push_tail (&session->queue, g_object_ref (run));
+  return receipt_new (session, run, message_id, KAGED_RECEIPT_STATUS_QUEUED);
 }
 
 typedef struct
 {
   KagedMessage *message;
   KagedRun     *run;
+  RunState     *start;     /* the run starts at once, or NULL */
 } PostWrite;
 
 static gboolean
@@ -1500,7 +1572,14 @@ post_in_transaction (KagedStore  *store,
 
   kaged_run_set_anchor_id (write->run, kaged_message_get_id (write->message));
 
-  return kaged_store_create_run (store, write->run, error);
+  if (!kaged_store_create_run (store, write->run, error))
+    return FALSE;
+
+  if (write->start == NULL)
+    return TRUE;
+
+  kaged_message_set_run_id (write->start->message, kaged_run_get_id (write->run));
+  return kaged_store_append_message (store, write->start->message, error);
 }
 
 /**
@@ -1523,7 +1602,10 @@ kaged_session_manager_post (KagedSessionManager  *self,
   g_autoptr(KagedMessage) message = NULL;
   g_autoptr(KagedRun) run = NULL;
   g_autoptr(GError) local_error = NULL;
-  PostWrite write;
+  g_autoptr(KagedMessage) reply = NULL;
+  SessionState *state;
+  KagedReceipt *receipt;
+  PostWrite write = { NULL, };
 
   g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), NULL);
 
@@ -1545,19 +1627,53 @@ kaged_session_manager_post (KagedSessionManager  *self,
   kaged_run_set_status (run, KAGED_RUN_STATUS_QUEUED);
   kaged_run_set_created_at (run, now_ms (self));
 
+  /* A run that starts at once is stored running, with its agent message,
+   * in the same transaction as the operator message. */
+  state = get_session_state (self, session_id);
   write.message = message;
   write.run = run;
+  if (session_state_can_dispatch (self, state))
+    write.start = run_state_new (self, state, run);
+
   if (!kaged_store_transaction (self->store, post_in_transaction, &write, &local_error))
     {
+      g_clear_pointer (&write.start, run_state_free);
       g_set_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_STORE,
                    _("The message could not be saved: %s"), local_error->message);
       return NULL;
     }
 
-  g_signal_emit (self, signals [MESSAGE_ADDED], 0, message);
+  if (write.start == NULL)
+    {
+      g_signal_emit (self, signals [MESSAGE_ADDED], 0, message);
+      return enqueue_run (self, state, run, kaged_message_get_id (message));
+    }
 
-  return enqueue_run (self, get_session_state (self, session_id), run,
-                      kaged_message_get_id (message));
+  receipt = receipt_new (state, run, kaged_message_get_id (message),
+                         KAGED_RECEIPT_STATUS_DISPATCHED);
+  reply = g_object_ref (write.start->message);
+  run_state_activate (g_steal_pointer (&write.start));
+
+  /* Observers see the run created and waiting, then started, as any other;
+   * one of them may cancel it on the way. */
+  g_signal_emit (self, signals [MESSAGE_ADDED], 0, message);
+  if (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING)
+    {
+      gint64 started_at = kaged_run_get_started_at (run);
+
+      kaged_run_set_status (run, KAGED_RUN_STATUS_QUEUED);
+      kaged_run_set_started_at (run, 0);
+      g_signal_emit (self, signals [RUN_CHANGED], 0, run);
+      if (kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED)
+        {
+          kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
+          kaged_run_set_started_at (run, started_at);
+        }
+    }
+  if (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING)
+    announce_run_started (self, run, reply);
+
+  return receipt;
 }
 
 static KagedMessage *

@@ -447,6 +447,28 @@ test_version (void)
   g_assert_cmpstr (err, ==, "");
 }
 
+/* Both ways of running Kaged are listed: the window's options, and
+ * --headless, whose own options its --help lists. */
+static void
+test_help (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (FALSE);
+  g_autofree char *out = NULL;
+  g_autofree char *err = NULL;
+  g_autofree char *headless_out = NULL;
+  g_autofree char *headless_err = NULL;
+  const char *argv[] = { kaged_binary (), "--help", NULL };
+  const char *headless_argv[] = { kaged_binary (), "--headless", "--help", NULL };
+
+  g_assert_cmpint (run_to_end (launcher, argv, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "--data-dir=DIR"));
+  g_assert_nonnull (strstr (out, "--headless"));
+
+  g_assert_cmpint (run_to_end (launcher, headless_argv, &headless_out, &headless_err), ==, 0);
+  g_assert_nonnull (strstr (headless_out, "--api-port"));
+  g_assert_nonnull (strstr (headless_out, "--provider-kind"));
+}
+
 static void
 test_check_database_missing (void)
 {
@@ -818,6 +840,7 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/application/version", test_version);
+  g_test_add_func ("/application/help", test_help);
   g_test_add_func ("/application/check-database/missing", test_check_database_missing);
   g_test_add_func ("/application/check-database/not-a-database",
                    test_check_database_not_a_database);

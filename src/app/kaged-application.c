@@ -53,6 +53,10 @@ static const GOptionEntry main_entries[] = {
     N_("Keep the conversation database in DIR"), N_("DIR") },
   { "check-database", 0, 0, G_OPTION_ARG_NONE, NULL,
     N_("Check that the conversation database can be opened, then exit"), NULL },
+  /* main() hands --headless over before this parser runs: listed for --help. */
+  { "headless", 0, 0, G_OPTION_ARG_NONE, NULL,
+    N_("Run without a window, serving the local HTTP API (kaged --headless --help lists its options)"),
+    NULL },
   { NULL }
 };
 

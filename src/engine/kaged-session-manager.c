@@ -46,6 +46,10 @@ struct _KagedSessionManager
 
   /* gint64 session id → SessionState */
   GHashTable           *sessions;
+  /* RunState whose provider call is to start, oldest first, and the idle
+   * that starts them, one per main loop iteration */
+  GQueue                starting;
+  GSource              *starter;
   /* Runs still winding down after they were detached (cancelled) */
   GPtrArray            *detached;
 
@@ -74,7 +78,6 @@ struct _RunState
   GPtrArray           *context;   /* KagedMessage sent to the model */
   gulong               delta_id;
   gulong               attempt_id;
-  GSource             *start_source;
   GSource             *delta_source;
   GSource             *flush_source;
   guint                dirty : 1;
@@ -82,6 +85,7 @@ struct _RunState
   guint                cancel_requested : 1;
   guint                finished : 1;
   guint                call_pending : 1;
+  guint                start_pending : 1;
 };
 
 G_DEFINE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, G_TYPE_OBJECT)
@@ -144,9 +148,17 @@ get_session_state (KagedSessionManager *self,
 }
 
 static void
+run_state_forget_start (RunState *state)
+{
+  if (state->start_pending)
+    g_queue_remove (&state->manager->starting, state);
+  state->start_pending = FALSE;
+}
+
+static void
 run_state_free (RunState *state)
 {
-  kaged_clock_clear_source (&state->start_source);
+  run_state_forget_start (state);
   kaged_clock_clear_source (&state->delta_source);
   kaged_clock_clear_source (&state->flush_source);
   if (state->chat != NULL)
@@ -431,7 +443,7 @@ run_state_finish (RunState     *state,
       apply_classification (state->run, state->message, error);
     }
 
-  kaged_clock_clear_source (&state->start_source);
+  run_state_forget_start (state);
   kaged_clock_clear_source (&state->delta_source);
   kaged_clock_clear_source (&state->flush_source);
 
@@ -972,14 +984,24 @@ start_run_in_transaction (KagedStore  *store,
   return kaged_store_append_message (store, state->message, error);
 }
 
+/* Starts one run's provider call, and lets the main loop turn before the
+ * next: a request that came meanwhile is answered in between. */
 static gboolean
-run_state_start_cb (gpointer user_data)
+starter_cb (gpointer user_data)
 {
-  RunState *state = user_data;
+  KagedSessionManager *self = user_data;
+  RunState *state = g_queue_pop_head (&self->starting);
 
-  g_clear_pointer (&state->start_source, g_source_unref);
-  run_state_start (state);
+  if (state != NULL)
+    {
+      state->start_pending = FALSE;
+      run_state_start (state);
+    }
 
+  if (!g_queue_is_empty (&self->starting))
+    return G_SOURCE_CONTINUE;
+
+  g_clear_pointer (&self->starter, g_source_unref);
   return G_SOURCE_REMOVE;
 }
 
@@ -1015,22 +1037,30 @@ run_state_new (KagedSessionManager *self,
 
 /*
  * With the run and its agent message stored, makes @state its session's
- * active run and starts the provider call from an idle at
- * KAGED_RUN_PRIORITY: whoever asked for the run (a request to the local
- * API, a click) has the answer first, and a burst of posts is not slowed
- * down by the context building and provider calls of the runs it starts.
- * Cancelling the run finishes it, which stops the start as well.
+ * active run and queues the start of its provider call, which an idle at
+ * KAGED_RUN_PRIORITY does, one run per main loop iteration: whoever asked
+ * for the run (a request to the local API, a click) has the answer first,
+ * and a burst of posts is not slowed down by the context building and
+ * provider calls of the runs it starts. Cancelling the run finishes it,
+ * which takes it off the queue.
  */
 static void
 run_state_activate (RunState *state)
 {
-  state->session->active = state;
+  KagedSessionManager *self = state->manager;
 
-  state->start_source = g_idle_source_new ();
-  g_source_set_priority (state->start_source, KAGED_RUN_PRIORITY);
-  g_source_set_static_name (state->start_source, "[kaged] starting a run");
-  g_source_set_callback (state->start_source, run_state_start_cb, state, NULL);
-  g_source_attach (state->start_source, g_main_context_get_thread_default ());
+  state->session->active = state;
+  state->start_pending = TRUE;
+  g_queue_push_tail (&self->starting, state);
+
+  if (self->starter != NULL)
+    return;
+
+  self->starter = g_idle_source_new ();
+  g_source_set_priority (self->starter, KAGED_RUN_PRIORITY);
+  g_source_set_static_name (self->starter, "[kaged] starting runs");
+  g_source_set_callback (self->starter, starter_cb, self, NULL);
+  g_source_attach (self->starter, g_main_context_get_thread_default ());
 }
 
 /* Tells observers that @run started with @reply. They may cancel it, so
@@ -1125,6 +1155,8 @@ kaged_session_manager_finalize (GObject *object)
 
   g_clear_pointer (&self->sessions, g_hash_table_unref);
   g_clear_pointer (&self->detached, g_ptr_array_unref);
+  g_assert (g_queue_is_empty (&self->starting));
+  kaged_clock_clear_source (&self->starter);
   g_clear_object (&self->resolver);
   g_clear_object (&self->profile);
   g_clear_object (&self->provider);
@@ -1270,6 +1302,7 @@ kaged_session_manager_init (KagedSessionManager *self)
   self->sessions = g_hash_table_new_full (g_int64_hash, g_int64_equal,
                                           NULL, (GDestroyNotify)session_state_free);
   self->detached = g_ptr_array_new_with_free_func ((GDestroyNotify)run_state_free);
+  g_queue_init (&self->starting);
   self->max_content = KAGED_ENGINE_DEFAULT_MAX_CONTENT;
 }
 

@@ -10,16 +10,19 @@
  * application; the fake provider (a remote service in real use) runs in a
  * thread of its own. The clients are a thread of plain sockets speaking
  * HTTP/1.1, light as a load generator should be, so that the figures are
- * the server's. Prints requests per second, latency percentiles, the
+ * the server's; with two CPUs or more, the server has one to itself and
+ * the clients and the fake provider share the others. Prints requests per second, latency percentiles, the
  * longest main-loop stall and the store's write transactions.
  */
 
+#define _GNU_SOURCE
 #include "config.h"
 
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -60,6 +63,7 @@ typedef struct
   GCond         cond;
   char         *url;
   guint         n_connections;
+  cpu_set_t    *cpus;
 } Provider;
 
 struct _Bench
@@ -76,6 +80,7 @@ struct _Bench
   guint         n_stalls;
 
   /* Client side, its own thread */
+  cpu_set_t    *harness_cpus;
   Client        clients[N_CONNECTIONS];
   guint         n_sent;
   guint         n_done;
@@ -111,6 +116,43 @@ fail (const char *what)
 {
   g_printerr ("bench-api: %s\n", what);
   exit (EXIT_FAILURE);
+}
+
+/* Splits the CPUs this process may use: the first for the server, the rest
+ * for the load. Returns how many there are; with one, both sets hold it. */
+static guint
+split_cpus (cpu_set_t *server,
+            cpu_set_t *harness)
+{
+  cpu_set_t allowed;
+  guint n = 0;
+
+  CPU_ZERO (server);
+  CPU_ZERO (harness);
+  if (sched_getaffinity (0, sizeof allowed, &allowed) != 0)
+    return 0;
+
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+    {
+      if (!CPU_ISSET (cpu, &allowed))
+        continue;
+      if (n++ == 0)
+        CPU_SET (cpu, server);
+      else
+        CPU_SET (cpu, harness);
+    }
+
+  if (n < 2)
+    CPU_OR (harness, harness, server);
+
+  return n;
+}
+
+static void
+pin_thread (const cpu_set_t *cpus)
+{
+  if (CPU_COUNT (cpus) > 0)
+    sched_setaffinity (0, sizeof *cpus, cpus);
 }
 
 /* ------------------------------------------------------------------------
@@ -293,6 +335,7 @@ client_thread (gpointer data)
 {
   Bench *bench = data;
   struct pollfd fds[N_CONNECTIONS];
+  pin_thread (bench->harness_cpus);
 
   for (guint i = 0; i < N_CONNECTIONS; i++)
     {
@@ -354,6 +397,7 @@ provider_thread (gpointer data)
   g_autoptr(GError) error = NULL;
 
   g_main_context_push_thread_default (provider->context);
+  pin_thread (provider->cpus);
 
   fake = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Noted.\", \"chunks\": 1, "
                                 "\"usage\": {\"input_tokens\": 5, \"output_tokens\": 1}}]",
@@ -470,8 +514,19 @@ main (int   argc,
   gboolean timed_out = FALSE;
   guint timeout_id;
   guint tick_id;
+  cpu_set_t server_cpus;
+  cpu_set_t harness_cpus;
+  guint n_cpus;
   double seconds;
   double p50, p90, p99, max;
+
+  /* The server gets a CPU of its own when there are two or more; the
+   * clients and the fake provider (a remote machine in real use) share
+   * the others. The threads the server starts run on its CPU too. */
+  n_cpus = split_cpus (&server_cpus, &harness_cpus);
+  pin_thread (&server_cpus);
+  bench.harness_cpus = &harness_cpus;
+  provider.cpus = &harness_cpus;
 
   /* As kaged's main() does. */
   kaged_process_tune_allocator ();
@@ -531,6 +586,9 @@ main (int   argc,
 
   g_print ("POST /api/v1/sessions/:id/messages: %u requests over %u connections in %.2f s\n",
            N_REQUESTS, N_CONNECTIONS, seconds);
+  g_print ("  cpus:        %s\n",
+           n_cpus >= 2 ? "the server on one, the clients and the fake provider on the others"
+                       : "one, shared by the server, the clients and the fake provider");
   g_print ("  throughput:  %.0f requests/s\n", N_REQUESTS / seconds);
   g_print ("  latency:     p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms "
            "(target p99 <= %.0f ms: %s)\n",

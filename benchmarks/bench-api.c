@@ -31,6 +31,7 @@
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
 
+#include "bench-stalls.h"
 #include "kaged-api-server.h"
 #include "kaged-api-token.h"
 #include "kaged-fake-server.h"
@@ -75,9 +76,7 @@ struct _Bench
   guint         n_finished;   /* runs that ended */
   guint         n_succeeded;
   gboolean      clients_done;
-  gint64        last_tick;
-  gint64        worst_gap;
-  guint         n_stalls;
+  BenchStalls   stalls;
 
   /* Client side, its own thread */
   cpu_set_t    *harness_cpus;
@@ -447,26 +446,6 @@ run_changed_cb (KagedSessionManager *manager,
     bench->n_succeeded++;
 }
 
-static gboolean
-tick_cb (gpointer user_data)
-{
-  Bench *bench = user_data;
-  gint64 now = g_get_monotonic_time ();
-
-  /* The tick wants 1 ms; more than 10 ms between two is a stall. */
-  if (bench->last_tick != 0)
-    {
-      gint64 gap = now - bench->last_tick;
-
-      if (gap > 10 * 1000)
-        bench->n_stalls++;
-      bench->worst_gap = MAX (bench->worst_gap, gap);
-    }
-  bench->last_tick = now;
-
-  return G_SOURCE_CONTINUE;
-}
-
 static int
 compare_double (gconstpointer a,
                 gconstpointer b)
@@ -513,7 +492,6 @@ main (int   argc,
   GThread *thread;
   gboolean timed_out = FALSE;
   guint timeout_id;
-  guint tick_id;
   cpu_set_t server_cpus;
   cpu_set_t harness_cpus;
   guint n_cpus;
@@ -569,12 +547,12 @@ main (int   argc,
   /* Serve until the clients are done and every reply is in (a minute at
    * most). */
   timeout_id = g_timeout_add_seconds (60, timeout_cb, &timed_out);
-  tick_id = g_timeout_add_full (G_PRIORITY_HIGH, 1, tick_cb, &bench, NULL);
+  bench_stalls_start (&bench.stalls, 10);
   while (!timed_out && (!bench.clients_done || bench.n_finished < N_REQUESTS))
     g_main_context_iteration (NULL, TRUE);
   if (!timed_out)
     g_source_remove (timeout_id);
-  g_source_remove (tick_id);
+  bench_stalls_stop (&bench.stalls);
   g_thread_join (thread);
 
   seconds = (bench.finished - bench.started) / (double)G_USEC_PER_SEC;
@@ -595,7 +573,7 @@ main (int   argc,
            p50, p90, p99, max, TARGET_P99_MS, p99 <= TARGET_P99_MS ? "met" : "missed");
   g_print ("  errors:      %u\n", bench.n_errors);
   g_print ("  main loop:   %u stalls over 10 ms, worst gap %.1f ms\n",
-           bench.n_stalls, bench.worst_gap / 1000.0);
+           bench.stalls.n_stalls, bench.stalls.worst_gap / 1000.0);
   g_print ("  store:       %" G_GUINT64_FORMAT " write transactions\n",
            kaged_store_get_n_write_transactions (store));
   g_print ("  replies:     %u of %u runs finished, %u succeeded, %.2f s after the first post\n",

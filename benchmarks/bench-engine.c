@@ -16,6 +16,7 @@
 
 #include <glib/gstdio.h>
 
+#include "bench-stalls.h"
 #include "kaged-enum-types.h"
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
@@ -27,9 +28,7 @@
 
 typedef struct
 {
-  gint64   last_tick;
-  gint64   worst_gap;
-  guint    n_stalls;
+  BenchStalls stalls;
   gboolean done;
   gint64   run_id;
   guint    n_announced;
@@ -73,26 +72,6 @@ server_thread (gpointer user_data)
   g_main_context_pop_thread_default (context);
 
   return NULL;
-}
-
-static gboolean
-tick_cb (gpointer user_data)
-{
-  Bench *bench = user_data;
-  gint64 now = g_get_monotonic_time ();
-
-  if (bench->last_tick != 0)
-    {
-      gint64 gap = now - bench->last_tick;
-
-      /* The tick wants 1 ms; more than 16 ms between two is a stall. */
-      if (gap > 16 * 1000)
-        bench->n_stalls++;
-      bench->worst_gap = MAX (bench->worst_gap, gap);
-    }
-  bench->last_tick = now;
-
-  return G_SOURCE_CONTINUE;
 }
 
 static void
@@ -139,7 +118,6 @@ main (int   argc,
   struct rusage usage;
   guint64 writes_before;
   guint64 writes;
-  guint tick_id;
   gint64 start;
   gint64 elapsed;
   double seconds;
@@ -187,7 +165,7 @@ main (int   argc,
   session = kaged_session_manager_create_session (manager, "Benchmark", &error);
   g_assert_no_error (error);
 
-  tick_id = g_timeout_add (1, tick_cb, &bench);
+  bench_stalls_start (&bench.stalls, 16);
 
   writes_before = kaged_store_get_n_write_transactions (store);
   start = g_get_monotonic_time ();
@@ -202,7 +180,7 @@ main (int   argc,
 
   elapsed = g_get_monotonic_time () - start;
   writes = kaged_store_get_n_write_transactions (store) - writes_before;
-  g_source_remove (tick_id);
+  bench_stalls_stop (&bench.stalls);
 
   run = kaged_store_get_run (store, receipt->run_id, &error);
   g_assert_no_error (error);
@@ -226,7 +204,7 @@ main (int   argc,
           ": one per 250 ms of streaming + 2, + 1 for the post and the run's start)\n",
           writes, allowed);
   printf ("main-loop stalls over 16 ms: %u (worst gap %.1f ms)\n",
-          bench.n_stalls, bench.worst_gap / 1000.0);
+          bench.stalls.n_stalls, bench.stalls.worst_gap / 1000.0);
   printf ("peak RSS: %.1f MB\n", usage.ru_maxrss / 1024.0);
 
   g_clear_object (&manager);

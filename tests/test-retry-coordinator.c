@@ -246,6 +246,102 @@ test_restart_resumes (Fixture       *fixture,
   }
 }
 
+/*
+ * Cancelled at a random moment of the retry cycle (counting down, or with
+ * the retried run under way, its provider call started or not yet), a
+ * retry starts nothing more:
+ * the session's runs end where they were, the newest one finished, and at
+ * most the one request already on its way reaches the provider. The
+ * provider is always overloaded, so every dispatch fails and arms again.
+ */
+static void
+test_cancel_at_random_moments (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (20261129);
+  guint states_seen[KAGED_RETRY_SCHEDULER_STATE_CANCELLED + 1] = { 0, };
+
+  g_assert_no_error (error);
+  g_assert_true (kaged_fake_server_set_scenario (fixture->server,
+    "[{\"status\": 529, \"headers\": {\"x-should-retry\": \"false\"}, "
+    "  \"body\": {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", "
+    "  \"message\": \"Overloaded\"}}}]", &error));
+  g_assert_no_error (error);
+
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+
+  for (guint trial = 0; trial < 60; trial++)
+    {
+      g_autoptr(KagedSession) session = NULL;
+      g_autoptr(KagedReceipt) receipt = NULL;
+      g_autoptr(KagedRun) latest = NULL;
+      g_autoptr(KagedRun) after = NULL;
+      KagedRetryScheduler *scheduler;
+      KagedRetrySchedulerState state;
+      gint64 session_id;
+      guint n_steps = g_rand_int_range (rand, 0, 12);
+      guint requests;
+
+      session = kaged_session_manager_create_session (manager, "Random", &error);
+      g_assert_no_error (error);
+      session_id = kaged_session_get_id (session);
+      receipt = kaged_session_manager_post (manager, session_id, "Hello", &error);
+      g_assert_no_error (error);
+      scheduler = kaged_retry_coordinator_get_scheduler (coordinator, session_id);
+      g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+
+      /* Wander through the cycle: turns of the main loop, and time passing
+       * by up to a countdown and a half. */
+      for (guint step = 0; step < n_steps; step++)
+        {
+          if (g_rand_boolean (rand))
+            kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock),
+                                      g_rand_int_range (rand, 0, 3000));
+          for (guint i = g_rand_int_range (rand, 0, 8); i > 0; i--)
+            g_main_context_iteration (NULL, FALSE);
+        }
+
+      state = kaged_retry_scheduler_get_state (scheduler);
+      states_seen[state]++;
+      requests = kaged_fake_server_get_n_requests (fixture->server, NULL);
+      kaged_retry_scheduler_cancel (scheduler);
+      latest = kaged_session_manager_get_latest_run (manager, session_id, &error);
+      g_assert_no_error (error);
+
+      /* A run cut short winds down; ten minutes later nothing more has
+       * happened. */
+      while (kaged_session_manager_is_busy (manager, session_id))
+        g_main_context_iteration (NULL, TRUE);
+      kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 600000);
+      for (guint i = 0; i < 200; i++)
+        g_main_context_iteration (NULL, FALSE);
+
+      g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+      after = kaged_session_manager_get_latest_run (manager, session_id, &error);
+      g_assert_no_error (error);
+      g_assert_cmpint (kaged_run_get_id (after), ==, kaged_run_get_id (latest));
+      g_assert_true (kaged_run_is_finished (after));
+      g_assert_false (kaged_session_manager_is_busy (manager, session_id));
+      /* A retried run under way is cancelled with the retry; otherwise the
+       * newest run is the one that failed. */
+      g_assert_cmpint (kaged_run_get_status (after), ==,
+                       state == KAGED_RETRY_SCHEDULER_STATE_WATCHING ? KAGED_RUN_STATUS_CANCELLED
+                                                                     : KAGED_RUN_STATUS_FAILED);
+      g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), <=, requests + 1);
+    }
+
+  /* The moments covered the cycle. */
+  g_assert_cmpuint (states_seen[KAGED_RETRY_SCHEDULER_STATE_ARMED], >, 0);
+  g_assert_cmpuint (states_seen[KAGED_RETRY_SCHEDULER_STATE_WATCHING], >, 0);
+
+  kaged_session_manager_shutdown (manager);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -258,6 +354,8 @@ main (int   argc,
               fixture_set_up, test_expiry_regenerates, fixture_tear_down);
   g_test_add ("/retry-coordinator/restart-resumes", Fixture, NULL,
               fixture_set_up, test_restart_resumes, fixture_tear_down);
+  g_test_add ("/retry-coordinator/cancel-at-random-moments", Fixture, NULL,
+              fixture_set_up, test_cancel_at_random_moments, fixture_tear_down);
 
   return g_test_run ();
 }

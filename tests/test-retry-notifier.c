@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <gtk/gtk.h>
 
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
@@ -18,6 +19,9 @@
 #include "kaged-retry-notifier.h"
 
 #define APP_ID "io.github.kaged.Kaged.NotifierTest"
+
+/* The session bus the test runs on, if any */
+static char *session_bus_address;
 
 static const char notifications_xml[] =
   "<node>"
@@ -57,6 +61,7 @@ typedef struct
   KagedSessionManager *manager;
   KagedRetryCoordinator *coordinator;
   GApplication        *application;
+  GtkWindow           *window;      /* with a display only */
   KagedRetryNotifier  *notifier;
   KagedSession        *session;
 } Fixture;
@@ -128,8 +133,18 @@ fixture_set_up (Fixture       *fixture,
 
   fixture->events = g_ptr_array_new_with_free_func ((GDestroyNotify)event_free);
 
-  fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
-  g_test_dbus_up (fixture->bus);
+  /* GTK keeps its session bus connection until the process ends, which a
+   * bus of the test's own could not wait for: a GTK fixture uses the
+   * session bus the test runs on. */
+  if (data != NULL)
+    {
+      g_setenv ("DBUS_SESSION_BUS_ADDRESS", session_bus_address, TRUE);
+    }
+  else
+    {
+      fixture->bus = g_test_dbus_new (G_TEST_DBUS_NONE);
+      g_test_dbus_up (fixture->bus);
+    }
   fixture->connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
   g_assert_no_error (error);
 
@@ -143,9 +158,15 @@ fixture_set_up (Fixture       *fixture,
   while (!name_owned (fixture->connection))
     g_main_context_iteration (NULL, TRUE);
 
-  fixture->application = g_application_new (APP_ID, G_APPLICATION_DEFAULT_FLAGS);
+  /* With a display, a GTK application whose window can have the focus. */
+  if (data != NULL)
+    fixture->application = G_APPLICATION (gtk_application_new (APP_ID, G_APPLICATION_DEFAULT_FLAGS));
+  else
+    fixture->application = g_application_new (APP_ID, G_APPLICATION_DEFAULT_FLAGS);
   g_application_register (fixture->application, NULL, &error);
   g_assert_no_error (error);
+  if (data != NULL)
+    fixture->window = GTK_WINDOW (gtk_application_window_new (GTK_APPLICATION (fixture->application)));
 
   fixture->dir = g_dir_make_tmp ("kaged-notifier-XXXXXX", &error);
   g_assert_no_error (error);
@@ -188,6 +209,7 @@ fixture_tear_down (Fixture       *fixture,
   g_autofree char *shm = g_strconcat (fixture->db_path, "-shm", NULL);
 
   kaged_session_manager_shutdown (fixture->manager);
+  g_clear_pointer (&fixture->window, gtk_window_destroy);
   g_clear_object (&fixture->notifier);
   g_clear_object (&fixture->coordinator);
   g_clear_object (&fixture->session);
@@ -201,7 +223,8 @@ fixture_tear_down (Fixture       *fixture,
   g_bus_unown_name (fixture->owner);
   g_dbus_connection_unregister_object (fixture->connection, fixture->registration);
   g_clear_object (&fixture->connection);
-  g_test_dbus_down (fixture->bus);
+  if (fixture->bus != NULL)
+    g_test_dbus_down (fixture->bus);
   g_clear_object (&fixture->bus);
   g_clear_pointer (&fixture->events, g_ptr_array_unref);
 
@@ -393,11 +416,84 @@ test_scheduled_then_gave_up (Fixture       *fixture,
   g_assert_null (g_variant_lookup_value (event->notification, "buttons", NULL));
 }
 
+static void
+wait_retry_done (Fixture             *fixture,
+                 KagedRetryScheduler *scheduler)
+{
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
+  for (guint i = 0; i < 5000 &&
+       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+}
+
+/* "Reply ready" is for someone who is not looking: with a Kaged window in
+ * front, the reply shows there and no notification is sent. The notice of
+ * the scheduled retry is sent either way, and withdrawn either way. */
+static void
+test_result_only_unfocused (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  g_autofree char *result_id = kaged_retry_notifier_dup_result_id (session_id);
+  g_autoptr(GError) error = NULL;
+  KagedRetryScheduler *scheduler;
+  const char *title = NULL;
+  Event *event;
+
+  kaged_fake_server_set_scenario (fixture->server,
+    "[{\"status\": 429, \"headers\": {\"retry-after\": \"3000\"}, "
+    "  \"body\": {\"error\": {\"message\": \"Rate limit reached\"}}},"
+    " {\"kind\": \"openai\", \"text\": \"Here you are\"},"
+    " {\"status\": 429, \"headers\": {\"retry-after\": \"3000\"}, "
+    "  \"body\": {\"error\": {\"message\": \"Rate limit reached\"}}},"
+    " {\"kind\": \"openai\", \"text\": \"Here you are again\"}]", &error);
+  g_assert_no_error (error);
+
+  gtk_window_present (fixture->window);
+  for (guint i = 0; i < 5000 && !gtk_window_is_active (fixture->window); i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_true (gtk_window_is_active (fixture->window));
+
+  /* In front: scheduled, then withdrawn, and nothing more. */
+  scheduler = post_and_wait_scheduled (fixture);
+  wait_events (fixture, 1);
+  g_assert_nonnull (((Event *)g_ptr_array_index (fixture->events, 0))->notification);
+  wait_retry_done (fixture, scheduler);
+  wait_events (fixture, 2);
+  g_assert_null (((Event *)g_ptr_array_index (fixture->events, 1))->notification);
+  for (guint i = 0; i < 50; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (fixture->events->len, ==, 2);
+
+  /* Put away: the next reply is announced. */
+  gtk_widget_set_visible (GTK_WIDGET (fixture->window), FALSE);
+  scheduler = post_and_wait_scheduled (fixture);
+  wait_events (fixture, 3);
+  wait_retry_done (fixture, scheduler);
+  wait_events (fixture, 5);
+  event = g_ptr_array_index (fixture->events, 4);
+  g_assert_cmpstr (event->id, ==, result_id);
+  g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
+  g_assert_nonnull (strstr (title, "Reply ready"));
+}
+
+static void
+skip_without_display (void)
+{
+  g_test_skip ("The focus rule needs a display and a session bus");
+}
+
 int
 main (int   argc,
       char *argv[])
 {
+  gboolean have_display;
+
+  session_bus_address = g_strdup (g_getenv ("DBUS_SESSION_BUS_ADDRESS"));
   g_test_init (&argc, &argv, NULL);
+  have_display = session_bus_address != NULL && gtk_init_check ();
 
   g_test_add ("/retry-notifier/scheduled-then-cancelled", Fixture, NULL,
               fixture_set_up, test_scheduled_then_cancelled, fixture_tear_down);
@@ -405,6 +501,11 @@ main (int   argc,
               fixture_set_up, test_scheduled_then_reply_ready, fixture_tear_down);
   g_test_add ("/retry-notifier/scheduled-then-gave-up", Fixture, NULL,
               fixture_set_up, test_scheduled_then_gave_up, fixture_tear_down);
+  if (have_display)
+    g_test_add ("/retry-notifier/result-only-unfocused", Fixture, GINT_TO_POINTER (TRUE),
+                fixture_set_up, test_result_only_unfocused, fixture_tear_down);
+  else
+    g_test_add_func ("/retry-notifier/result-only-unfocused", skip_without_display);
 
   return g_test_run ();
 }

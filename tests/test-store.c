@@ -12,6 +12,7 @@
 
 #include "kaged-clock.h"
 #include "kaged-store.h"
+#include "kaged-store-private.h"
 
 #define T0 1750000000000
 
@@ -1665,57 +1666,85 @@ file_size (const char *path)
   return g_stat (path, &buf) == 0 ? (goffset)buf.st_size : 0;
 }
 
-/* Once the WAL holds 1,000 pages, the store's own thread copies it into the
- * database file: no commit of the writing thread does it. Everything written
- * stays readable, then and after reopening. */
+/* Writes @n messages of 16 KiB: about four pages each, one transaction
+ * each, never turning the main loop. */
+static void
+add_big_messages (KagedStore *store,
+                  gint64      session_id,
+                  guint       n)
+{
+  g_autofree char *content = g_strnfill (16 * 1024, 'k');
+
+  for (guint i = 0; i < n; i++)
+    add_operator (store, session_id, content);
+}
+
+/* The store's own thread copies the WAL into the database file: no commit
+ * of the writing thread waits for the disk. For the test the thresholds
+ * are a tenth of the real ones (1,000 pages; 16 and 64 times that). */
 static void
 test_checkpoints (Fixture       *fixture,
                   gconstpointer  data)
 {
   g_autoptr(KagedStore) store = open_store (fixture);
   g_autoptr(KagedSession) session = add_session (store, "Long");
+  gint64 session_id = kaged_session_get_id (session);
   g_autofree char *wal = g_strconcat (fixture->path, "-wal", NULL);
-  g_autofree char *content = NULL;
   g_autoptr(GPtrArray) messages = NULL;
   g_autoptr(GError) error = NULL;
   gint64 deadline;
+  guint n_messages;
 
+  kaged_store_set_checkpoint_frames (store, 100);
   g_assert_cmpuint (kaged_store_get_n_checkpoints (store), ==, 0);
 
-  /* 300 messages of 16 KiB: about 1,200 pages, one transaction each. */
-  content = g_strnfill (16 * 1024, 'k');
-  for (guint i = 0; i < 300; i++)
-    add_operator (store, kaged_session_get_id (session), content);
-
+  /* Past 100 pages the thread copies them into the file. */
+  add_big_messages (store, session_id, 40);
   deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
   while (kaged_store_get_n_checkpoints (store) == 0 && g_get_monotonic_time () < deadline)
     g_usleep (10 * 1000);
   g_assert_cmpuint (kaged_store_get_n_checkpoints (store), >=, 1);
+  g_assert_cmpint (file_size (fixture->path), >, 300 * 1024);
 
-  /* The pages are in the database file now, not only in the WAL. */
-  g_assert_cmpint (file_size (fixture->path), >, 2 * 1024 * 1024);
+  /* A writer that never pauses leaves the WAL no moment to start over,
+   * but at 6,400 pages (25 MiB) the writer copies the rest itself. */
+  add_big_messages (store, session_id, 1800);
+  g_assert_cmpint (file_size (wal), <, 30 * 1024 * 1024);
 
-  /* A writer that never pauses does not grow the WAL without end: at
-   * 16,000 pages (64 MiB) it finishes the checkpoint itself. */
-  for (guint i = 0; i < 4000; i++)
-    add_operator (store, kaged_session_get_id (session), content);
-  g_assert_cmpint (file_size (wal), <, 70 * 1024 * 1024);
+  /* Once the writing pauses (past 1,600 pages, 6.25 MiB, the writing
+   * thread's main loop asks for a checkpoint when it has nothing else to
+   * do), the WAL starts over, cut back to 4 MiB. */
+  add_big_messages (store, session_id, 500);
+  g_assert_cmpint (file_size (wal), >, 6 * 1024 * 1024);
+  deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  do
+    {
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      g_usleep (20 * 1000);
+      add_operator (store, session_id, "Small");
+    }
+  while (file_size (wal) > 4 * 1024 * 1024 + 64 * 1024 && g_get_monotonic_time () < deadline);
+  g_assert_cmpint (file_size (wal), <=, 4 * 1024 * 1024 + 64 * 1024);
 
-  messages = kaged_store_list_messages (store, kaged_session_get_id (session), FALSE, 0,
-                                        G_MAXUINT, &error);
+  messages = kaged_store_list_messages (store, session_id, FALSE, 0, G_MAXUINT, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (messages->len, ==, 4300);
+  g_assert_cmpuint (messages->len, >=, 2341);
+  n_messages = messages->len;
   g_clear_pointer (&messages, g_ptr_array_unref);
 
+  /* Closing copies the rest and removes the WAL; all of it is there. */
   g_clear_object (&store);
   g_assert_false (g_file_test (wal, G_FILE_TEST_EXISTS));
 
   store = open_store (fixture);
-  messages = kaged_store_list_messages (store, kaged_session_get_id (session), FALSE, 0,
-                                        G_MAXUINT, &error);
+  messages = kaged_store_list_messages (store, session_id, FALSE, 0, G_MAXUINT, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (messages->len, ==, 4300);
-  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (messages, 4299)), ==, content);
+  g_assert_cmpuint (messages->len, ==, n_messages);
+  g_assert_cmpuint (strlen (kaged_message_get_content (g_ptr_array_index (messages, 2339))), ==,
+                    16 * 1024);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (messages, n_messages - 1)), ==,
+                   "Small");
 }
 
 int

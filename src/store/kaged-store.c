@@ -18,6 +18,7 @@
 #include "kaged-enum-types.h"
 #include "kaged-retry-class.h"
 #include "kaged-store.h"
+#include "kaged-store-private.h"
 
 /**
  * KagedStore:
@@ -356,11 +357,14 @@ static const char * const stmt_sql[N_STMTS] = {
  * threshold, on the thread that writes, and hold it up for as long as the
  * disk takes. A passive checkpoint never blocks a writer.
  */
-#define CHECKPOINT_FRAMES      1000
+#define CHECKPOINT_FRAMES       1000
 /* The WAL starts over at the first write after everything in it was
- * copied, which a writer that never pauses leaves no room for: at this
- * size the writing thread copies the rest itself, as SQLite would. */
-#define CHECKPOINT_WAIT_FRAMES (16 * CHECKPOINT_FRAMES)
+ * copied, which a writer that never pauses leaves no room for. From 16
+ * times that (64 MiB) on, the thread is asked again once the writing
+ * thread's main loop has nothing else to do; from 64 times (256 MiB) on,
+ * the writing thread copies the rest itself at once, as SQLite would. */
+#define CHECKPOINT_IDLE_FACTOR  16
+#define CHECKPOINT_FORCE_FACTOR 64
 /* The WAL file is cut back to this size (4 MiB) when it starts over. */
 #define WAL_SIZE_LIMIT         4194304
 
@@ -372,6 +376,7 @@ typedef struct
   sqlite3 *db;
   char    *display_name;
   guint64  n_done;
+  int      frames;        /* CHECKPOINT_FRAMES, but in tests */
   int      n_copied;      /* frames of the WAL in the file already */
   guint    wanted : 1;
   guint    quit : 1;
@@ -391,6 +396,8 @@ struct _KagedStore
   int owner_fd;
   guint64 n_commits;
   Checkpointer *checkpointer;
+  GMainContext *context;          /* of the thread that opened the store */
+  GSource *idle_checkpoint;
 
   GPtrArray *interrupted_runs;
   GPtrArray *queued_runs;
@@ -1220,6 +1227,24 @@ checkpoint_thread (gpointer data)
   return NULL;
 }
 
+/* Nothing is being written: a checkpoint now copies all of the WAL, and
+ * the next write starts it over. */
+static gboolean
+idle_checkpoint_cb (gpointer user_data)
+{
+  KagedStore *self = user_data;
+  Checkpointer *checkpointer = self->checkpointer;
+
+  g_clear_pointer (&self->idle_checkpoint, g_source_unref);
+
+  g_mutex_lock (&checkpointer->lock);
+  checkpointer->wanted = TRUE;
+  g_cond_signal (&checkpointer->cond);
+  g_mutex_unlock (&checkpointer->lock);
+
+  return G_SOURCE_REMOVE;
+}
+
 /* After every commit, with the frames in the WAL. */
 static int
 wal_hook_cb (gpointer     user_data,
@@ -1227,22 +1252,32 @@ wal_hook_cb (gpointer     user_data,
              const char  *name,
              int          n_frames)
 {
-  Checkpointer *checkpointer = user_data;
+  KagedStore *self = user_data;
+  Checkpointer *checkpointer = self->checkpointer;
 
-  if (n_frames < CHECKPOINT_FRAMES)
+  if (n_frames < checkpointer->frames)
     return SQLITE_OK;
 
-  if (n_frames >= CHECKPOINT_WAIT_FRAMES)
+  if (n_frames >= CHECKPOINT_FORCE_FACTOR * checkpointer->frames)
     {
       sqlite3_wal_checkpoint_v2 (db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
       return SQLITE_OK;
+    }
+
+  if (n_frames >= CHECKPOINT_IDLE_FACTOR * checkpointer->frames && self->idle_checkpoint == NULL)
+    {
+      self->idle_checkpoint = g_idle_source_new ();
+      g_source_set_priority (self->idle_checkpoint, G_PRIORITY_LOW);
+      g_source_set_static_name (self->idle_checkpoint, "[kaged] finishing a checkpoint");
+      g_source_set_callback (self->idle_checkpoint, idle_checkpoint_cb, self, NULL);
+      g_source_attach (self->idle_checkpoint, self->context);
     }
 
   g_mutex_lock (&checkpointer->lock);
   /* Frames counted before the WAL started over are gone. */
   if (checkpointer->n_copied > n_frames)
     checkpointer->n_copied = 0;
-  if (!checkpointer->wanted && n_frames - checkpointer->n_copied >= CHECKPOINT_FRAMES)
+  if (!checkpointer->wanted && n_frames - checkpointer->n_copied >= checkpointer->frames)
     {
       checkpointer->wanted = TRUE;
       g_cond_signal (&checkpointer->cond);
@@ -1284,6 +1319,7 @@ start_checkpointer (KagedStore *self)
   g_mutex_init (&checkpointer->lock);
   g_cond_init (&checkpointer->cond);
   checkpointer->display_name = g_strdup (self->display_name);
+  checkpointer->frames = CHECKPOINT_FRAMES;
 
   rc = sqlite3_open_v2 (self->path, &checkpointer->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE,
@@ -1304,7 +1340,8 @@ start_checkpointer (KagedStore *self)
     }
 
   self->checkpointer = checkpointer;
-  sqlite3_wal_hook (self->db, wal_hook_cb, checkpointer);
+  self->context = g_main_context_ref_thread_default ();
+  sqlite3_wal_hook (self->db, wal_hook_cb, self);
 }
 
 /* Counts every transaction that writes, explicit or not. */
@@ -1404,6 +1441,10 @@ kaged_store_finalize (GObject *object)
    * copies what is left of the WAL into the file and removes the WAL. */
   if (self->db != NULL)
     sqlite3_wal_hook (self->db, NULL, NULL);
+  if (self->idle_checkpoint != NULL)
+    g_source_destroy (self->idle_checkpoint);
+  g_clear_pointer (&self->idle_checkpoint, g_source_unref);
+  g_clear_pointer (&self->context, g_main_context_unref);
   g_clear_pointer (&self->checkpointer, checkpointer_free);
 
   if (self->db != NULL)
@@ -3134,6 +3175,28 @@ kaged_store_get_n_write_transactions (KagedStore *self)
   g_return_val_if_fail (KAGED_IS_STORE (self), 0);
 
   return self->n_commits;
+}
+
+/*
+ * kaged_store_set_checkpoint_frames:
+ *
+ * Checkpoints start at @frames pages of WAL instead of 1,000, the other
+ * thresholds following: for tests, which then need not write hundreds of
+ * megabytes.
+ */
+void
+kaged_store_set_checkpoint_frames (KagedStore *self,
+                                   int         frames)
+{
+  g_return_if_fail (KAGED_IS_STORE (self));
+  g_return_if_fail (frames > 0);
+
+  if (self->checkpointer == NULL)
+    return;
+
+  g_mutex_lock (&self->checkpointer->lock);
+  self->checkpointer->frames = frames;
+  g_mutex_unlock (&self->checkpointer->lock);
 }
 
 /**

@@ -249,10 +249,10 @@ test_restart_resumes (Fixture       *fixture,
 /*
  * Cancelled at a random moment of the retry cycle (counting down, or with
  * the retried run under way, its provider call started or not yet), a
- * retry starts nothing more:
- * the session's runs end where they were, the newest one finished, and at
- * most the one request already on its way reaches the provider. The
- * provider is always overloaded, so every dispatch fails and arms again.
+ * retry starts nothing more: the session's runs end where they were, the
+ * newest one finished, and at most the one request already on its way
+ * reaches the provider. The provider is always overloaded, so every
+ * dispatch fails and arms again.
  */
 static void
 test_cancel_at_random_moments (Fixture       *fixture,

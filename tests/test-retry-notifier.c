@@ -268,6 +268,19 @@ post_and_wait_scheduled (Fixture *fixture)
   return scheduler;
 }
 
+/* The fifty minutes pass, and the retry goes out and ends. */
+static void
+wait_retry_done (Fixture             *fixture,
+                 KagedRetryScheduler *scheduler)
+{
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
+  for (guint i = 0; i < 5000 &&
+       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+}
+
 static void
 assert_button (GVariant   *buttons,
                guint       index,
@@ -352,12 +365,7 @@ test_scheduled_then_reply_ready (Fixture       *fixture,
   wait_events (fixture, 1);
 
   /* Fifty minutes later the retry goes out and the reply comes. */
-  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
-  for (guint i = 0; i < 5000 &&
-       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
-    g_main_context_iteration (NULL, TRUE);
-  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
-                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+  wait_retry_done (fixture, scheduler);
 
   wait_events (fixture, 3);
   event = g_ptr_array_index (fixture->events, 1);
@@ -395,12 +403,7 @@ test_scheduled_then_gave_up (Fixture       *fixture,
   scheduler = post_and_wait_scheduled (fixture);
   wait_events (fixture, 1);
 
-  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
-  for (guint i = 0; i < 5000 &&
-       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
-    g_main_context_iteration (NULL, TRUE);
-  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
-                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+  wait_retry_done (fixture, scheduler);
 
   /* The scheduled notice is withdrawn, and nobody is looking: say it gave up, and why. */
   wait_events (fixture, 3);
@@ -416,17 +419,6 @@ test_scheduled_then_gave_up (Fixture       *fixture,
   g_assert_null (g_variant_lookup_value (event->notification, "buttons", NULL));
 }
 
-static void
-wait_retry_done (Fixture             *fixture,
-                 KagedRetryScheduler *scheduler)
-{
-  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
-  for (guint i = 0; i < 5000 &&
-       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
-    g_main_context_iteration (NULL, TRUE);
-  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
-                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
-}
 
 /* "Reply ready" is for someone who is not looking: with a Kaged window in
  * front, the reply shows there and no notification is sent. The notice of

@@ -419,7 +419,6 @@ test_scheduled_then_gave_up (Fixture       *fixture,
   g_assert_null (g_variant_lookup_value (event->notification, "buttons", NULL));
 }
 
-
 /* "Reply ready" is for someone who is not looking: with a Kaged window in
  * front, the reply shows there and no notification is sent. The notice of
  * the scheduled retry is sent either way, and withdrawn either way. */

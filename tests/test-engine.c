@@ -15,11 +15,13 @@
 #include <glib/gstdio.h>
 #include <sqlite3.h>
 
+#include "kaged-enum-types.h"
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
 #include "kaged-openai-provider.h"
 #include "kaged-keyring.h"
 #include "kaged-retry.h"
+#include "kaged-retry-class.h"
 #include "kaged-session-manager.h"
 
 typedef struct
@@ -461,9 +463,10 @@ record_status (KagedSessionManager *manager,
   g_array_append_val (statuses, status);
 }
 
-/* The receipt comes first: the run is stored running with its reply, and
- * its provider call starts only once the main loop has nothing more
- * urgent. Observers still see it queued, then started. */
+/* The receipt comes first: one transaction stores the message, the run
+ * (running) and its empty reply, and the run's provider call starts only
+ * once the main loop turns. Observers still see the run queued, then
+ * started. Without a provider, the run fails then, not inside post(). */
 static void
 test_post_answers_before_run_starts (Fixture       *fixture,
                                      gconstpointer  data)
@@ -472,13 +475,16 @@ test_post_answers_before_run_starts (Fixture       *fixture,
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(KagedRun) run = NULL;
   g_autoptr(KagedMessage) reply = NULL;
+  guint64 writes;
   gulong handler;
 
-  fixture_set_scenario (fixture, "[{\"kind\": \"openai\", \"text\": \"At once\"}]");
+  kaged_session_manager_set_model (fixture->manager, NULL, NULL);
   handler = g_signal_connect (fixture->manager, "run-changed", G_CALLBACK (record_status), statuses);
 
+  writes = kaged_store_get_n_write_transactions (fixture->store);
   receipt = post (fixture, "Quick");
   g_assert_cmpint (receipt->status, ==, KAGED_RECEIPT_STATUS_DISPATCHED);
+  g_assert_cmpuint (kaged_store_get_n_write_transactions (fixture->store), ==, writes + 1);
 
   run = get_run (fixture, receipt->run_id);
   g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_RUNNING);
@@ -486,8 +492,7 @@ test_post_answers_before_run_starts (Fixture       *fixture,
   reply = get_reply (fixture, receipt->run_id);
   g_assert_nonnull (reply);
   g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_STREAMING);
-  g_assert_cmpint (kaged_message_get_id (reply), >, receipt->message_id);
-  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 0);
+  g_assert_cmpint (kaged_message_get_id (reply), ==, receipt->message_id + 1);
 
   g_assert_cmpuint (statuses->len, ==, 2);
   g_assert_cmpint (g_array_index (statuses, KagedRunStatus, 0), ==, KAGED_RUN_STATUS_QUEUED);
@@ -496,9 +501,40 @@ test_post_answers_before_run_starts (Fixture       *fixture,
   wait_run (fixture, receipt->run_id);
   g_signal_handler_disconnect (fixture->manager, handler);
 
+  g_clear_object (&run);
+  run = get_run (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_retry_class (run), ==, KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED);
   g_assert_cmpuint (statuses->len, ==, 3);
-  g_assert_cmpint (g_array_index (statuses, KagedRunStatus, 2), ==, KAGED_RUN_STATUS_SUCCEEDED);
-  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+}
+
+/* The manager may be let go while a run waits to start; the run then ends
+ * without a provider, and nothing is left behind. */
+static void
+test_post_manager_released_before_start (Fixture       *fixture,
+                                         gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  GWeakRef weak;
+
+  kaged_session_manager_set_model (fixture->manager, NULL, NULL);
+  receipt = post (fixture, "Anyone?");
+
+  g_weak_ref_init (&weak, fixture->manager);
+  g_clear_object (&fixture->manager);
+  for (guint i = 0; i < 100 && !kaged_run_is_finished (run = get_run (fixture, receipt->run_id)); i++)
+    {
+      g_clear_object (&run);
+      g_main_context_iteration (NULL, TRUE);
+    }
+  g_assert_nonnull (run);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_null (g_weak_ref_get (&weak));
+  g_weak_ref_clear (&weak);
+
+  /* The fixture's tear-down wants one. */
+  fixture->manager = kaged_session_manager_new (fixture->store, NULL);
 }
 
 static gboolean
@@ -528,6 +564,87 @@ assert_cancelled (Fixture    *fixture,
   g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_CANCELLED);
   g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_NONE);
   g_assert_true (g_str_has_prefix (kaged_message_get_content (reply), partial));
+}
+
+typedef struct
+{
+  Fixture *fixture;
+  GString *events;
+} Observer;
+
+static void
+observe_message_added (KagedSessionManager *manager,
+                       KagedMessage        *message,
+                       Observer            *observer)
+{
+  gint64 session_id = kaged_message_get_session_id (message);
+  g_autoptr(KagedRun) run = NULL;
+
+  g_string_append_printf (observer->events, "added %s; ",
+                          kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR
+                            ? "operator" : "reply");
+
+  /* Stop the run as soon as the question is in. */
+  if (kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_OPERATOR)
+    return;
+  run = kaged_session_manager_get_latest_run (manager, session_id, NULL);
+  g_assert_nonnull (run);
+  g_assert_true (kaged_session_manager_cancel (manager, session_id, kaged_run_get_id (run), NULL));
+}
+
+static void
+observe_message_changed (KagedSessionManager *manager,
+                         KagedMessage        *message,
+                         Observer            *observer)
+{
+  g_string_append (observer->events, "changed reply; ");
+}
+
+static void
+observe_run_changed (KagedSessionManager *manager,
+                     KagedRun            *run,
+                     Observer            *observer)
+{
+  g_string_append_printf (observer->events, "run %s; ",
+                          kaged_enum_to_nick (KAGED_TYPE_RUN_STATUS, kaged_run_get_status (run)));
+}
+
+/* An observer that cancels the run while the post is being announced:
+ * the reply is announced before it is changed, nothing says the run
+ * started after it ended, and the run keeps the time it started. */
+static void
+test_cancel_from_observer_during_post (Fixture       *fixture,
+                                       gconstpointer  data)
+{
+  g_autoptr(GString) events = g_string_new (NULL);
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  Observer observer = { fixture, events };
+  gulong handlers[3];
+
+  fixture_set_scenario (fixture, "[{\"kind\": \"openai\", \"text\": \"Never asked\"}]");
+  handlers[0] = g_signal_connect (fixture->manager, "message-added",
+                                  G_CALLBACK (observe_message_added), &observer);
+  handlers[1] = g_signal_connect (fixture->manager, "message-changed",
+                                  G_CALLBACK (observe_message_changed), &observer);
+  handlers[2] = g_signal_connect (fixture->manager, "run-changed",
+                                  G_CALLBACK (observe_run_changed), &observer);
+
+  receipt = post (fixture, "Never mind");
+  for (guint i = 0; i < G_N_ELEMENTS (handlers); i++)
+    g_signal_handler_disconnect (fixture->manager, handlers[i]);
+
+  g_assert_cmpstr (events->str, ==,
+                   "added operator; added reply; changed reply; run cancelled; ");
+
+  assert_cancelled (fixture, receipt->run_id, "");
+  run = get_run (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_run_get_started_at (run), >, 0);
+
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 0);
 }
 
 /* Cancelled before its provider call started, a run never makes one. */
@@ -1380,6 +1497,8 @@ main (int   argc,
   ADD ("post/refuses-bad-content", test_post_refuses_bad_content);
   ADD ("post/second-is-queued", test_second_post_is_queued);
   ADD ("post/answers-before-run-starts", test_post_answers_before_run_starts);
+  ADD ("post/manager-released-before-start", test_post_manager_released_before_start);
+  ADD ("cancel/from-observer-during-post", test_cancel_from_observer_during_post);
   ADD ("cancel/before-start", test_cancel_before_start);
   ADD ("cancel/during-stream", test_cancel_during_stream);
   ADD ("cancel/during-retry-sleep", test_cancel_during_retry_sleep);

@@ -86,6 +86,7 @@ struct _RunState
   guint                finished : 1;
   guint                call_pending : 1;
   guint                start_pending : 1;
+  guint                reply_announced : 1;
 };
 
 G_DEFINE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, G_TYPE_OBJECT)
@@ -468,6 +469,12 @@ run_state_finish (RunState     *state,
   /* The last words reach observers before the run is announced finished. */
   run_state_announce (state);
 
+  /* An observer may have ended the run before its reply was announced. */
+  if (state->message != NULL && !state->reply_announced)
+    {
+      state->reply_announced = TRUE;
+      g_signal_emit (self, signals [MESSAGE_ADDED], 0, state->message);
+    }
   if (state->message != NULL)
     g_signal_emit (self, signals [MESSAGE_CHANGED], 0, state->message);
   g_signal_emit (self, signals [RUN_CHANGED], 0, state->run);
@@ -989,7 +996,8 @@ start_run_in_transaction (KagedStore  *store,
 static gboolean
 starter_cb (gpointer user_data)
 {
-  KagedSessionManager *self = user_data;
+  /* A run that ends at once may drop the last other reference. */
+  g_autoptr(KagedSessionManager) self = g_object_ref (user_data);
   RunState *state = g_queue_pop_head (&self->starting);
 
   if (state != NULL)
@@ -1063,8 +1071,9 @@ run_state_activate (RunState *state)
   g_source_attach (self->starter, g_main_context_get_thread_default ());
 }
 
-/* Tells observers that @run started with @reply. They may cancel it, so
- * nothing here refers to the run's state. */
+/* Tells observers that @run started with @reply, unless one of them ended
+ * it meanwhile: the end announced the reply then. Observers may cancel the
+ * run at each step, so nothing here keeps a pointer to its state. */
 static void
 announce_run_started (KagedSessionManager *self,
                       KagedRun            *run,
@@ -1072,10 +1081,20 @@ announce_run_started (KagedSessionManager *self,
 {
   g_autoptr(KagedRun) hold_run = g_object_ref (run);
   g_autoptr(KagedMessage) hold_reply = g_object_ref (reply);
+  gint64 session_id = kaged_run_get_session_id (run);
+  SessionState *session;
 
-  g_signal_emit (self, signals [RUN_CHANGED], 0, hold_run);
+  if (!kaged_run_is_finished (hold_run))
+    g_signal_emit (self, signals [RUN_CHANGED], 0, hold_run);
+
+  session = g_hash_table_lookup (self->sessions, &session_id);
+  if (kaged_run_is_finished (hold_run) || session == NULL || session->active == NULL ||
+      session->active->run != hold_run || session->active->reply_announced)
+    return;
+
+  session->active->reply_announced = TRUE;
   g_signal_emit (self, signals [MESSAGE_ADDED], 0, hold_reply);
-  emit_session_changed (self, kaged_run_get_session_id (hold_run));
+  emit_session_changed (self, session_id);
 }
 
 /* Makes @run, stored queued, the session's active run. */
@@ -1692,19 +1711,12 @@ kaged_session_manager_post (KagedSessionManager  *self,
   g_signal_emit (self, signals [MESSAGE_ADDED], 0, message);
   if (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING)
     {
-      gint64 started_at = kaged_run_get_started_at (run);
-
       kaged_run_set_status (run, KAGED_RUN_STATUS_QUEUED);
-      kaged_run_set_started_at (run, 0);
       g_signal_emit (self, signals [RUN_CHANGED], 0, run);
       if (kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED)
-        {
-          kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
-          kaged_run_set_started_at (run, started_at);
-        }
+        kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
     }
-  if (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING)
-    announce_run_started (self, run, reply);
+  announce_run_started (self, run, reply);
 
   return receipt;
 }

@@ -362,7 +362,8 @@ static const char * const stmt_sql[N_STMTS] = {
  * copied, which a writer that never pauses leaves no room for. From 16
  * times that (64 MiB) on, the thread is asked again once the writing
  * thread's main loop has nothing else to do; from 64 times (256 MiB) on,
- * the writing thread copies the rest itself at once, as SQLite would. */
+ * the thread is no longer asked and every commit tries to copy the rest
+ * itself, as SQLite would (giving way while the thread is still at it). */
 #define CHECKPOINT_IDLE_FACTOR  16
 #define CHECKPOINT_FORCE_FACTOR 64
 /* The WAL file is cut back to this size (4 MiB) when it starts over. */

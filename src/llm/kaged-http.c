@@ -150,8 +150,11 @@ kaged_http_config_new_message (KagedHttpConfig  *config,
   message = soup_message_new_from_uri (SOUP_METHOD_POST, uri);
 
   /* Without this libsoup opens a new connection, and a new TLS handshake,
-   * for every POST. It lets libsoup send the request again only when a kept
-   * connection turns out to be closed before any answer came. */
+   * for every POST. It also lets libsoup send the request again, unseen by
+   * Tier 1, when a kept connection turns out to be closed before any byte
+   * of an answer came: almost always a connection the server had dropped
+   * while idle, very rarely one that dropped after the server took the
+   * request, which would then be answered twice. */
   soup_message_add_flags (message, SOUP_MESSAGE_IDEMPOTENT);
 
   json_generator_set_root (generator, root);

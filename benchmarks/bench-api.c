@@ -509,7 +509,7 @@ main (int   argc,
   /* As kaged's main() does. */
   kaged_process_tune_allocator ();
 
-  bench.dir = g_dir_make_tmp ("kaged-bench-api-XXXXXX", &error);
+  bench.dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   bench.token = kaged_api_token_generate (&error);
   g_assert_no_error (error);

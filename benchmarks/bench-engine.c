@@ -99,7 +99,7 @@ main (int   argc,
       char *argv[])
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-bench-engine-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *db_path = NULL;
   g_autofree char *url = NULL;
   g_autofree char *scenario = NULL;

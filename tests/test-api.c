@@ -159,7 +159,7 @@ fixture_set_up (Fixture       *fixture,
 {
   g_autoptr(GError) error = NULL;
 
-  fixture->dir = g_dir_make_tmp ("kaged-api-XXXXXX", &error);
+  fixture->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   fixture->data_dir = g_build_filename (fixture->dir, "data", NULL);
   fixture->config_dir = g_build_filename (fixture->dir, "config", NULL);

@@ -98,7 +98,7 @@ fixture_set_up (Fixture       *fixture,
 {
   g_autoptr(GError) error = NULL;
 
-  fixture->dir = g_dir_make_tmp ("kaged-engine-XXXXXX", &error);
+  fixture->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
 
@@ -1335,7 +1335,7 @@ static void
 test_sigkill_recovery (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-crash-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
   g_autoptr(GHashTable) posted = g_hash_table_new_full (g_int64_hash, g_int64_equal,
                                                         g_free, g_free);

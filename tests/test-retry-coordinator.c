@@ -31,7 +31,7 @@ fixture_set_up (Fixture       *fixture,
 {
   g_autoptr(GError) error = NULL;
 
-  fixture->dir = g_dir_make_tmp ("kaged-coordinator-XXXXXX", &error);
+  fixture->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
   fixture->clock = kaged_fake_clock_new (1764400000000);

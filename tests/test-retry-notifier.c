@@ -168,7 +168,7 @@ fixture_set_up (Fixture       *fixture,
   if (data != NULL)
     fixture->window = GTK_WINDOW (gtk_application_window_new (GTK_APPLICATION (fixture->application)));
 
-  fixture->dir = g_dir_make_tmp ("kaged-notifier-XXXXXX", &error);
+  fixture->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
   fixture->clock = kaged_fake_clock_new (1764400000000);

@@ -32,7 +32,7 @@ fixture_set_up (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autofree char *db_path = NULL;
 
-  fixture->dir = g_dir_make_tmp ("kaged-services-XXXXXX", &error);
+  fixture->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
 
@@ -278,7 +278,7 @@ int
 main (int   argc,
       char *argv[])
 {
-  g_autofree char *config = g_dir_make_tmp ("kaged-services-config-XXXXXX", NULL);
+  g_autofree char *config = g_dir_make_tmp (NULL, NULL);
   int ret;
 
   /* Before anything reads it: the API token goes to a folder of the test's. */

@@ -40,7 +40,7 @@ static void
 test_banner_follows_session (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-window-retry-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
   g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
   g_autoptr(KagedFakeServer) server = NULL;

@@ -258,6 +258,29 @@ test_split_character (void)
   reply_clear (&reply);
 }
 
+/* A line nested deeper than json-glib's recursion can take is refused
+ * before it is parsed. */
+static void
+test_deep_line (void)
+{
+  g_autoptr(GString) input = g_string_new ("{\"message\":{\"content\":\"Partial\"},\"done\":false}\n");
+  g_autoptr(GError) error = NULL;
+  gboolean done = FALSE;
+  Reply reply;
+  g_autoptr(KagedChat) chat = NULL;
+
+  g_string_append (input, "{\"message\":");
+  for (guint i = 0; i < 200000; i++)
+    g_string_append_c (input, '[');
+  g_string_append_c (input, '\n');
+
+  chat = decode (input->str, input->len, 4096, &reply, &done, &error);
+  g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_assert_false (done);
+  g_assert_cmpstr (reply.text->str, ==, "Partial");
+  reply_clear (&reply);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -270,6 +293,7 @@ main (int   argc,
   g_test_add_func ("/ndjson/ollama-fixture", test_ollama_fixture);
   g_test_add_func ("/ndjson/ollama-error-line", test_ollama_error_line);
   g_test_add_func ("/ndjson/split-character", test_split_character);
+  g_test_add_func ("/ndjson/deep-line", test_deep_line);
 
   return g_test_run ();
 }

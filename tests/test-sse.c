@@ -486,6 +486,31 @@ test_not_json (void)
   reply_clear (&reply);
 }
 
+/* An event nested deeper than json-glib's recursion can take is refused
+ * before it is parsed, as any JSON that is not understood. */
+static void
+test_deep_event (void)
+{
+  static const DecoderNew decoders[] = { kaged_openai_decoder_new, kaged_anthropic_decoder_new };
+
+  for (guint d = 0; d < G_N_ELEMENTS (decoders); d++)
+    {
+      g_autoptr(GString) input = g_string_new ("data: {\"choices\":");
+      g_autoptr(GError) error = NULL;
+      Reply reply;
+      g_autoptr(KagedChat) chat = NULL;
+
+      for (guint i = 0; i < 200000; i++)
+        g_string_append_c (input, '[');
+      g_string_append (input, "\n\n");
+
+      chat = decode (decoders[d], input->str, input->len, input->len, &reply, &error);
+      g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+      g_assert_false (kaged_chat_has_delta (chat));
+      reply_clear (&reply);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -504,6 +529,7 @@ main (int   argc,
   g_test_add_func ("/sse/finished-without-end-marker", test_finished_without_end_marker);
   g_test_add_func ("/sse/invalid-utf8", test_invalid_utf8);
   g_test_add_func ("/sse/not-json", test_not_json);
+  g_test_add_func ("/sse/deep-event", test_deep_event);
 
   return g_test_run ();
 }

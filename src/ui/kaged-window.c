@@ -23,9 +23,8 @@ struct _KagedWindow
   AdwApplicationWindow parent_instance;
 
   GSettings *settings;
-  KagedServices *services;
+  KagedCore *core;
   gint64 session_id;
-  gulong show_session_id;
   gulong session_changed_id;
 
   /* Template children */
@@ -81,15 +80,13 @@ kaged_window_close_request (GtkWindow *window)
 }
 
 static void
-kaged_window_disconnect_services (KagedWindow *self)
+kaged_window_disconnect_core (KagedWindow *self)
 {
-  if (self->services == NULL)
+  if (self->core == NULL)
     return;
 
-  g_clear_signal_handler (&self->show_session_id, self->services);
-  g_clear_signal_handler (&self->session_changed_id,
-                          kaged_services_get_manager (self->services));
-  g_clear_object (&self->services);
+  g_clear_signal_handler (&self->session_changed_id, kaged_core_get_manager (self->core));
+  g_clear_object (&self->core);
 }
 
 static void
@@ -97,7 +94,7 @@ kaged_window_dispose (GObject *object)
 {
   KagedWindow *self = KAGED_WINDOW (object);
 
-  kaged_window_disconnect_services (self);
+  kaged_window_disconnect_core (self);
 
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_WINDOW);
 
@@ -185,8 +182,8 @@ kaged_window_show_session (KagedWindow *self,
 
   self->session_id = session_id;
 
-  if (self->services != NULL && session_id > 0)
-    scheduler = kaged_retry_coordinator_get_scheduler (kaged_services_get_coordinator (self->services),
+  if (self->core != NULL && kaged_core_get_coordinator (self->core) != NULL && session_id > 0)
+    scheduler = kaged_retry_coordinator_get_scheduler (kaged_core_get_coordinator (self->core),
                                                        session_id);
 
   kaged_retry_banner_set_scheduler (self->retry_banner, scheduler);
@@ -205,14 +202,6 @@ kaged_window_get_session_id (KagedWindow *self)
   return self->session_id;
 }
 
-static void
-services_show_session_cb (KagedServices *services,
-                          gint64         session_id,
-                          KagedWindow   *self)
-{
-  kaged_window_show_session (self, session_id);
-}
-
 /* With no session shown yet, the first one to start shows. */
 static void
 session_changed_cb (KagedSessionManager *manager,
@@ -224,40 +213,37 @@ session_changed_cb (KagedSessionManager *manager,
 }
 
 /**
- * kaged_window_set_services:
- * @services: (nullable): what runs behind the window
+ * kaged_window_set_core:
+ * @core: (nullable): the engine behind the window
  *
  * Connects the window to the running engine and shows the conversation
  * changed most recently.
  */
 void
-kaged_window_set_services (KagedWindow   *self,
-                           KagedServices *services)
+kaged_window_set_core (KagedWindow *self,
+                       KagedCore   *core)
 {
   g_autoptr(GPtrArray) sessions = NULL;
   gint64 session_id = 0;
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
-  g_return_if_fail (!services || KAGED_IS_SERVICES (services));
+  g_return_if_fail (!core || KAGED_IS_CORE (core));
 
-  kaged_window_disconnect_services (self);
+  kaged_window_disconnect_core (self);
   self->session_id = 0;
 
-  if (services == NULL)
+  if (core == NULL)
     {
       kaged_retry_banner_set_scheduler (self->retry_banner, NULL);
       return;
     }
 
-  self->services = g_object_ref (services);
-  self->show_session_id = g_signal_connect (services, "show-session",
-                                            G_CALLBACK (services_show_session_cb), self);
-  self->session_changed_id = g_signal_connect (kaged_services_get_manager (services),
+  self->core = g_object_ref (core);
+  self->session_changed_id = g_signal_connect (kaged_core_get_manager (core),
                                                "session-changed",
                                                G_CALLBACK (session_changed_cb), self);
 
-  sessions = kaged_store_list_sessions (kaged_session_manager_get_store (kaged_services_get_manager (services)),
-                                        NULL);
+  sessions = kaged_store_list_sessions (kaged_core_get_store (core), NULL);
   if (sessions != NULL && sessions->len > 0)
     session_id = kaged_session_get_id (g_ptr_array_index (sessions, 0));
 

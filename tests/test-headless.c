@@ -897,7 +897,7 @@ test_cancel_dispatched (Fixture       *fixture,
   /* The retry's reply starts and then goes silent. */
   set_scenario (fixture,
                 "{\"steps\": [" OVERLOADED ", {\"kind\": \"openai\", \"text\": \"Slow going\", "
-                "\"chunks\": 4, \"hang_after_chunks\": 1}]}");
+                "\"chunks\": 4, \"hang_after_chunks\": 2}]}");
 
   receipt = post (fixture, "Hello");
   wait_retry_state (fixture, "armed", &from);
@@ -909,6 +909,13 @@ test_cancel_dispatched (Fixture       *fixture,
   g_assert_cmpint (retry_run_id, >, 0);
   g_assert_cmpint (retry_run_id, !=, json_object_get_int_member (receipt, "run_id"));
   wait_run_started (fixture, retry_run_id);
+  /* Its reply has begun: the provider has the request. */
+  {
+    EventWait delta = { fixture->events, "message.delta", "run_id", NULL, retry_run_id, 0, NULL };
+
+    wait_until (event_found, &delta);
+  }
+  g_assert_cmpint (provider_requests (fixture), ==, 2);
 
   cancelled = api (fixture, "POST", SOUP_STATUS_OK, NULL,
                    "sessions/%" G_GINT64_FORMAT "/retry/cancel", fixture->session_id);

@@ -397,7 +397,8 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
   if (session == NULL)
     return NULL;
 
-  anchor = _kaged_session_manager_get_message_in_session (self, session_id, operator_message_id, error);
+  anchor = _kaged_session_manager_get_message_in_session (self, session_id, operator_message_id,
+                                                          error);
   if (anchor == NULL)
     return NULL;
 

@@ -379,8 +379,10 @@ message_in_context (KagedMessage *message)
 }
 
 /*
- * The context of a run: the session's current messages up to its anchor.
- * Summaries replace the turns they compacted and come first.
+ * The context of a run: the session's current messages up to its anchor,
+ * in conversation order (a reply to an earlier question that was posted
+ * later still comes before the anchor). Summaries replace the turns they
+ * compacted and come first.
  */
 GPtrArray *
 _kaged_session_manager_build_context (KagedSessionManager  *self,
@@ -411,11 +413,11 @@ _kaged_session_manager_build_context (KagedSessionManager  *self,
     {
       KagedMessage *message = g_ptr_array_index (all, i);
 
-      if (kaged_message_get_id (message) > anchor_id)
-        break;
       if (kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_SUMMARY &&
           message_in_context (message))
         g_ptr_array_add (context, g_object_ref (message));
+      if (kaged_message_get_id (message) == anchor_id)
+        break;
     }
 
   return g_steal_pointer (&context);

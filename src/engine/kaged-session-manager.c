@@ -364,10 +364,12 @@ kaged_session_manager_resume (KagedSessionManager *self)
   for (guint i = 0; i < queued->len; i++)
     {
       KagedRun *run = g_ptr_array_index (queued, i);
-      KagedSessionEntry *session = _kaged_session_manager_get_session_state (self, kaged_run_get_session_id (run));
+      gint64 session_id = kaged_run_get_session_id (run);
+      KagedSessionEntry *session = _kaged_session_manager_get_session_state (self, session_id);
       gboolean known = FALSE;
 
-      if (session->active != NULL && kaged_run_get_id (session->active->run) == kaged_run_get_id (run))
+      if (session->active != NULL &&
+          kaged_run_get_id (session->active->run) == kaged_run_get_id (run))
         known = TRUE;
       for (GList *l = session->queue.head; l != NULL && !known; l = l->next)
         known = kaged_run_get_id (l->data) == kaged_run_get_id (run);

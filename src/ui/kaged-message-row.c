@@ -13,6 +13,7 @@
 #include "kaged-message-row.h"
 
 #define COPIED_FEEDBACK_SECONDS 2
+#define DESCRIPTION_INTERVAL_MS 500
 
 /**
  * KagedMessageRow:
@@ -48,6 +49,7 @@ struct _KagedMessageRow
   GSignalGroup *message_signals;
   GSignalGroup *versions_signals;
   guint copied_source;
+  guint description_source;
 
   /* Template children */
   GtkBox *header_box;
@@ -286,12 +288,42 @@ update_description (KagedMessageRow *self)
 {
   const char *content = NULL;
 
+  g_clear_handle_id (&self->description_source, g_source_remove);
+
   if (self->message != NULL)
     content = kaged_message_get_content (self->message);
 
   gtk_accessible_update_property (GTK_ACCESSIBLE (self),
                                   GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, content != NULL ? content : "",
                                   -1);
+}
+
+static gboolean
+update_description_later_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->description_source = 0;
+  update_description (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* While a reply streams, assistive technologies hear of its text a few
+ * times a second, not at every delta; once it ends, at once. */
+static void
+on_content_changed (KagedMessageRow *self)
+{
+  if (self->message != NULL &&
+      kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING)
+    {
+      if (self->description_source == 0)
+        self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
+                                                  update_description_later_cb, self);
+      return;
+    }
+
+  update_description (self);
 }
 
 /* --- versions ---------------------------------------------------------------------- */
@@ -599,6 +631,7 @@ kaged_message_row_dispose (GObject *object)
   KagedMessageRow *self = (KagedMessageRow *)object;
 
   g_clear_handle_id (&self->copied_source, g_source_remove);
+  g_clear_handle_id (&self->description_source, g_source_remove);
 
   if (self->message_bindings != NULL)
     g_binding_group_set_source (self->message_bindings, NULL);
@@ -851,6 +884,8 @@ kaged_message_row_init (KagedMessageRow *self)
 
   self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
   g_signal_group_connect_swapped (self->message_signals, "notify::content",
+                                  G_CALLBACK (on_content_changed), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::status",
                                   G_CALLBACK (update_description), self);
   g_signal_group_connect_swapped (self->message_signals, "notify::role",
                                   G_CALLBACK (update_state), self);

@@ -829,7 +829,7 @@ test_row_details (RowFixture    *f,
   g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 1, 13:42:00"));
   g_assert_nonnull (find_widget (popover, is_label_with_text,
                                  "HTTP 503: Service unavailable\n"
-                                 "Waited 2.0 s, from the server’s Retry-After header"));
+                                 "Waited 2.0 s, set by the provider’s Retry-After header"));
   g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 2, 13:42:02"));
   g_assert_nonnull (find_widget (popover, is_label_with_text, "HTTP 200"));
 

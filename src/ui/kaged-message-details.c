@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-message-details.h"
+#include "kaged-retry-text.h"
 
 /**
  * KagedMessageDetails:
@@ -52,24 +53,6 @@ add_detail (KagedMessageDetails *self,
   (*row)++;
 }
 
-static const char *
-describe_wait_source (const char *source)
-{
-  if (source == NULL)
-    return NULL;
-  if (g_str_equal (source, "backoff"))
-    return _("backoff");
-  if (g_str_equal (source, "retry-after-ms"))
-    return _("the server’s Retry-After-Ms header");
-  if (g_str_equal (source, "retry-after"))
-    return _("the server’s Retry-After header");
-  if (g_str_equal (source, "anthropic-ratelimit-reset"))
-    return _("the server’s rate limit reset time");
-  if (g_str_equal (source, "x-ratelimit-reset"))
-    return _("the server’s rate limit reset time");
-  return source;
-}
-
 static char *
 describe_attempt (const KagedAttempt *attempt)
 {
@@ -87,14 +70,12 @@ describe_attempt (const KagedAttempt *attempt)
 
   if (attempt->wait_ms > 0)
     {
-      const char *source = describe_wait_source (attempt->wait_source);
+      const char *source = kaged_retry_describe_wait_source (attempt->wait_source);
 
       g_string_append (text, "\n");
-      if (source != NULL)
-        /* Translators: a wait in seconds, and where it came from */
-        g_string_append_printf (text, _("Waited %.1f s, from %s"), attempt->wait_ms / 1000.0, source);
-      else
-        g_string_append_printf (text, _("Waited %.1f s"), attempt->wait_ms / 1000.0);
+      /* Translators: a wait in seconds and where it came from, e.g. "Waited 2.0 s,
+       * set by the provider’s Retry-After header" */
+      g_string_append_printf (text, _("Waited %.1f s, set by %s"), attempt->wait_ms / 1000.0, source);
     }
 
   return g_string_free (g_steal_pointer (&text), FALSE);

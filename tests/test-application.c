@@ -546,6 +546,43 @@ test_help (void)
   g_assert_nonnull (strstr (headless_out, "--provider-kind"));
 }
 
+/* One command line for the window and --headless: the provider options are
+ * checked before anything starts, and --headless's own options are refused
+ * without it. */
+static void
+test_command_line (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (FALSE);
+  g_autofree char *dir = make_temp_dir ();
+  g_autofree char *data_arg = g_strdup_printf ("--data-dir=%s", dir);
+  g_autofree char *db = g_build_filename (dir, "kaged.db", NULL);
+  const struct {
+    const char *arg;
+    const char *says;
+  } refused[] = {
+    { "--provider-kind=gopher", "gopher" },
+    { "--provider-url=ftp://127.0.0.1/", "ftp://127.0.0.1/" },
+    { "--model=", "model" },
+    { "--api-port=8642", "--api-port" },
+    { "--auto-retry", "--auto-retry" },
+    { "stray", "stray" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      const char *argv[] = { kaged_binary (), data_arg, refused[i].arg, NULL };
+      g_autofree char *out = NULL;
+      g_autofree char *err = NULL;
+
+      g_assert_cmpint (run_to_end (launcher, argv, &out, &err), ==, 1);
+      g_assert_nonnull (strstr (err, refused[i].says));
+    }
+
+  /* Nothing was started. */
+  g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
+  remove_tree (dir);
+}
+
 static void
 test_check_database_missing (void)
 {
@@ -918,6 +955,7 @@ main (int   argc,
 
   g_test_add_func ("/application/version", test_version);
   g_test_add_func ("/application/help", test_help);
+  g_test_add_func ("/application/command-line", test_command_line);
   g_test_add_func ("/application/check-database/missing", test_check_database_missing);
   g_test_add_func ("/application/check-database/not-a-database",
                    test_check_database_not_a_database);

@@ -257,7 +257,6 @@ static void
 kaged_application_ensure_core (KagedApplication *self)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(KagedKeyring) keyring = NULL;
 
   if (self->core != NULL || self->store_error != NULL)
     return;
@@ -265,8 +264,9 @@ kaged_application_ensure_core (KagedApplication *self)
   g_free (self->store_path);
   self->store_path = kaged_options_dup_db_path (&self->options);
 
-  keyring = kaged_options_new_keyring (&self->options);
-  self->core = kaged_core_open (self->store_path, keyring, KAGED_CORE_FLAGS_AUTO_RETRY, &error);
+  /* Tier 2 always runs behind the window. */
+  self->core = kaged_core_open (self->store_path, NULL,
+                                kaged_options_get_core_flags (&self->options, TRUE), &error);
   if (self->core == NULL)
     {
       g_autofree char *description = kaged_describe_store_error (error, self->store_path);

@@ -150,7 +150,6 @@ kaged_headless_run (const KagedOptions *options)
   g_autoptr(GError) error = NULL;
   g_autoptr(GSettings) settings = NULL;
   g_autoptr(KagedProfile) profile = NULL;
-  g_autoptr(KagedKeyring) keyring = NULL;
   g_autoptr(KagedCore) core = NULL;
   g_autoptr(KagedApiServer) server = NULL;
   g_autoptr(GMainLoop) loop = NULL;
@@ -195,11 +194,8 @@ kaged_headless_run (const KagedOptions *options)
     }
 
   db_path = kaged_options_dup_db_path (options);
-  keyring = kaged_options_new_keyring (options);
-  core = kaged_core_open (db_path, keyring,
-                          options->auto_retry ? KAGED_CORE_FLAGS_AUTO_RETRY
-                                              : KAGED_CORE_FLAGS_NONE,
-                          &error);
+  core = kaged_core_open (db_path, NULL,
+                          kaged_options_get_core_flags (options, options->auto_retry), &error);
   if (core == NULL)
     {
       g_autofree char *message = kaged_describe_store_error (error, db_path);

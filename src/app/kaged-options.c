@@ -251,21 +251,26 @@ kaged_options_build_profile (const KagedOptions  *self,
 }
 
 /**
- * kaged_options_new_keyring:
+ * kaged_options_get_core_flags:
+ * @auto_retry: whether Tier 2 retries run
  *
  * With `--api-key-env` the key comes from the environment only, and the
  * desktop keyring is not asked (there may be none).
  *
- * Returns: (transfer full) (nullable): the keyring, or %NULL for the
- *   desktop's
+ * Returns: the flags of the core to start
  */
-KagedKeyring *
-kaged_options_new_keyring (const KagedOptions *self)
+KagedCoreFlags
+kaged_options_get_core_flags (const KagedOptions *self,
+                              gboolean            auto_retry)
 {
-  if (self->api_key_env == NULL)
-    return NULL;
+  KagedCoreFlags flags = KAGED_CORE_FLAGS_NONE;
 
-  return kaged_memory_keyring_new ();
+  if (auto_retry)
+    flags |= KAGED_CORE_FLAGS_AUTO_RETRY;
+  if (self->api_key_env != NULL)
+    flags |= KAGED_CORE_FLAGS_NO_KEYRING;
+
+  return flags;
 }
 
 /**

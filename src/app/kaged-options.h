@@ -7,7 +7,7 @@
 
 #include <gio/gio.h>
 
-#include "kaged-keyring.h"
+#include "kaged-core.h"
 #include "kaged-profile.h"
 
 G_BEGIN_DECLS
@@ -40,7 +40,8 @@ gboolean      kaged_options_has_provider       (const KagedOptions  *self);
 KagedProfile *kaged_options_build_profile      (const KagedOptions  *self,
                                                 GSettings           *settings,
                                                 GError             **error);
-KagedKeyring *kaged_options_new_keyring        (const KagedOptions  *self);
+KagedCoreFlags kaged_options_get_core_flags   (const KagedOptions  *self,
+                                                gboolean             auto_retry);
 char         *kaged_options_dup_db_path        (const KagedOptions  *self);
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (KagedOptions, kaged_options_clear)

@@ -238,7 +238,7 @@ kaged_core_init (KagedCore *self)
  * kaged_core_new:
  * @store: the open conversation store
  * @keyring: (nullable): where API keys are looked up, or %NULL for the
- *   desktop keyring (libsecret)
+ *   desktop keyring (libsecret; none with %KAGED_CORE_FLAGS_NO_KEYRING)
  * @clock: (nullable): the clock, or %NULL for the system's
  * @network_monitor: (nullable): the network monitor of Tier 2, or %NULL
  *   for the system's
@@ -267,7 +267,12 @@ kaged_core_new (KagedStore      *store,
   self->flags = flags;
   self->store = g_object_ref (store);
   self->clock = clock != NULL ? g_object_ref (clock) : g_object_ref (kaged_clock_get_default ());
-  self->keyring = keyring != NULL ? g_object_ref (keyring) : kaged_secret_keyring_new ();
+  if (keyring != NULL)
+    self->keyring = g_object_ref (keyring);
+  else if ((flags & KAGED_CORE_FLAGS_NO_KEYRING) != 0)
+    self->keyring = kaged_memory_keyring_new ();
+  else
+    self->keyring = kaged_secret_keyring_new ();
   self->resolver = kaged_resolver_new (kaged_http_get_default_session (), self->keyring);
   self->manager = kaged_session_manager_new (store, self->clock);
 

@@ -39,11 +39,14 @@ typedef enum
  * @KAGED_CORE_FLAGS_NONE: no Tier 2 retries
  * @KAGED_CORE_FLAGS_AUTO_RETRY: Tier 2 retries run (always in the window;
  *   with `--auto-retry` in `--headless`)
+ * @KAGED_CORE_FLAGS_NO_KEYRING: API keys come from the environment only
+ *   (`--api-key-env`); the desktop keyring is not asked
  */
 typedef enum
 {
   KAGED_CORE_FLAGS_NONE       = 0,
   KAGED_CORE_FLAGS_AUTO_RETRY = 1 << 0,
+  KAGED_CORE_FLAGS_NO_KEYRING = 1 << 1,
 } KagedCoreFlags;
 
 #define KAGED_TYPE_CORE (kaged_core_get_type ())

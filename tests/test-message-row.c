@@ -115,6 +115,18 @@ button (GtkWidget  *root,
   return found;
 }
 
+/* An icon-only button: its tooltip and its accessible name are @name. */
+static void
+assert_icon_button (GtkWidget  *root,
+                    const char *name)
+{
+  GtkWidget *found = button (root, name);
+
+  g_assert_cmpstr (gtk_widget_get_tooltip_text (found), ==, name);
+  g_assert_null (gtk_button_get_label (GTK_BUTTON (found)));
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (found), GTK_ACCESSIBLE_PROPERTY_LABEL, name);
+}
+
 /* Whether the widget and all its ancestors are visible. */
 static gboolean
 shown (GtkWidget *widget)
@@ -383,6 +395,7 @@ test_code_block_copy (void)
   kaged_code_block_set_language (block, "sh");
   kaged_code_block_set_code (block, "ls -l | grep '<x>'");
   iterate ();
+  assert_icon_button (GTK_WIDGET (block), "Copy");
 
   g_assert_true (shown_label (GTK_WIDGET (block), "Copied") == NULL ||
                  !gtk_revealer_get_reveal_child (GTK_REVEALER (gtk_widget_get_parent (shown_label (GTK_WIDGET (block), "Copied")))));
@@ -491,6 +504,8 @@ test_row_operator (RowFixture    *f,
   g_assert_false (shown (button (row, "Message Details")));
   g_assert_false (shown (button (row, "Previous Version")));
   g_assert_null (row_status (f));
+  assert_icon_button (row, "Copy");
+  assert_icon_button (row, "Edit");
 
   click (button (row, "Edit"));
   iterate ();
@@ -526,16 +541,69 @@ test_row_agent (RowFixture    *f,
   g_assert_true (shown (button (row, "Message Details")));
   g_assert_false (shown (button (row, "Edit")));
   g_assert_null (row_status (f));
+  assert_icon_button (row, "Regenerate");
+  assert_icon_button (row, "Copy");
+  assert_icon_button (row, "Message Details");
+  assert_icon_button (row, "Previous Version");
+  assert_icon_button (row, "Next Version");
 
   click (button (row, "Regenerate"));
   iterate ();
   g_assert_cmpuint (f->activated->len, ==, 1);
   g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "regenerate 8");
 
+  /* Its accessible description is the whole text. */
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                       "# Answer\n\nWith **bold**.");
+
   /* The row follows its message. */
   kaged_message_set_content (message, "# Answer\n\nWith **bold**.\n\nAnd more");
   iterate ();
   g_assert_nonnull (shown_label (row, "And more"));
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                       "# Answer\n\nWith **bold**.\n\nAnd more");
+}
+
+static gboolean
+description_is (GtkWidget  *widget,
+                const char *text)
+{
+  g_autofree char *mismatch = gtk_test_accessible_check_property (GTK_ACCESSIBLE (widget),
+                                                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                                                  text);
+
+  return mismatch == NULL;
+}
+
+static void
+test_row_description_while_streaming (RowFixture    *f,
+                                      gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (5, KAGED_MESSAGE_ROLE_AGENT, "One",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 deadline;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_true (description_is (row, "One"));
+
+  /* Deltas reach the description a little later, together. */
+  kaged_message_set_content (message, "One two");
+  kaged_message_set_content (message, "One two three");
+  iterate ();
+  g_assert_true (description_is (row, "One"));
+  g_assert_nonnull (shown_label (row, "One two three"));
+
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (!description_is (row, "One two three") && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_true (description_is (row, "One two three"));
+
+  /* The end of the reply, at once. */
+  kaged_message_set_content (message, "One two three four");
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  g_assert_true (description_is (row, "One two three four"));
 }
 
 static void
@@ -761,7 +829,7 @@ test_row_details (RowFixture    *f,
   g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 1, 13:42:00"));
   g_assert_nonnull (find_widget (popover, is_label_with_text,
                                  "HTTP 503: Service unavailable\n"
-                                 "Waited 2.0 s, from the server’s Retry-After header"));
+                                 "Waited 2.0 s, set by the provider’s Retry-After header"));
   g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 2, 13:42:02"));
   g_assert_nonnull (find_widget (popover, is_label_with_text, "HTTP 200"));
 
@@ -773,6 +841,8 @@ main (int   argc,
       char *argv[])
 {
   g_setenv ("TZ", "UTC", TRUE);
+  /* GTK's own test accessibility backend, to read accessible properties. */
+  g_setenv ("GTK_A11Y", "test", TRUE);
   gtk_disable_setlocale ();
   g_test_init (&argc, &argv, NULL);
   adw_init ();
@@ -788,6 +858,7 @@ main (int   argc,
 
   ROW_TEST ("/message-row/operator", test_row_operator);
   ROW_TEST ("/message-row/agent", test_row_agent);
+  ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);

@@ -10,9 +10,11 @@
 #include <glib/gi18n.h>
 
 #include "kaged-markdown-view.h"
+#include "kaged-message-details.h"
 #include "kaged-message-row.h"
 
 #define COPIED_FEEDBACK_SECONDS 2
+#define DESCRIPTION_INTERVAL_MS 500
 
 /**
  * KagedMessageRow:
@@ -48,6 +50,7 @@ struct _KagedMessageRow
   GSignalGroup *message_signals;
   GSignalGroup *versions_signals;
   guint copied_source;
+  guint description_source;
 
   /* Template children */
   GtkBox *header_box;
@@ -71,7 +74,6 @@ struct _KagedMessageRow
   GtkButton *edit_button;
   GtkButton *details_button;
   GtkPopover *details_popover;
-  GtkGrid *details_grid;
 };
 
 G_DEFINE_FINAL_TYPE (KagedMessageRow, kaged_message_row, GTK_TYPE_WIDGET)
@@ -286,12 +288,42 @@ update_description (KagedMessageRow *self)
 {
   const char *content = NULL;
 
+  g_clear_handle_id (&self->description_source, g_source_remove);
+
   if (self->message != NULL)
     content = kaged_message_get_content (self->message);
 
   gtk_accessible_update_property (GTK_ACCESSIBLE (self),
                                   GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, content != NULL ? content : "",
                                   -1);
+}
+
+static gboolean
+update_description_later_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->description_source = 0;
+  update_description (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* While a reply streams, assistive technologies hear of its text a few
+ * times a second, not at every delta; once it ends, at once. */
+static void
+on_content_changed (KagedMessageRow *self)
+{
+  if (self->message != NULL &&
+      kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING)
+    {
+      if (self->description_source == 0)
+        self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
+                                                  update_description_later_cb, self);
+      return;
+    }
+
+  update_description (self);
 }
 
 /* --- versions ---------------------------------------------------------------------- */
@@ -406,151 +438,6 @@ copy_action (GtkWidget  *widget,
   self->copied_source = g_timeout_add_seconds (COPIED_FEEDBACK_SECONDS, hide_copied, self);
 }
 
-/* --- details ------------------------------------------------------------------------ */
-
-static void
-add_detail (KagedMessageRow *self,
-            int             *row,
-            const char      *name,
-            const char      *value)
-{
-  GtkWidget *name_label = gtk_label_new (name);
-  GtkWidget *value_label = gtk_label_new (value);
-
-  gtk_label_set_xalign (GTK_LABEL (name_label), 1.0);
-  gtk_widget_set_valign (name_label, GTK_ALIGN_START);
-  gtk_widget_add_css_class (name_label, "dim-label");
-
-  gtk_label_set_xalign (GTK_LABEL (value_label), 0.0);
-  gtk_label_set_wrap (GTK_LABEL (value_label), TRUE);
-  gtk_label_set_wrap_mode (GTK_LABEL (value_label), PANGO_WRAP_WORD_CHAR);
-  gtk_label_set_max_width_chars (GTK_LABEL (value_label), 40);
-  gtk_label_set_selectable (GTK_LABEL (value_label), TRUE);
-
-  gtk_grid_attach (self->details_grid, name_label, 0, *row, 1, 1);
-  gtk_grid_attach (self->details_grid, value_label, 1, *row, 1, 1);
-  (*row)++;
-}
-
-static const char *
-describe_wait_source (const char *source)
-{
-  if (source == NULL)
-    return NULL;
-  if (g_str_equal (source, "backoff"))
-    return _("backoff");
-  if (g_str_equal (source, "retry-after-ms"))
-    return _("the server’s Retry-After-Ms header");
-  if (g_str_equal (source, "retry-after"))
-    return _("the server’s Retry-After header");
-  if (g_str_equal (source, "anthropic-ratelimit-reset"))
-    return _("the server’s rate limit reset time");
-  if (g_str_equal (source, "x-ratelimit-reset"))
-    return _("the server’s rate limit reset time");
-  return source;
-}
-
-static char *
-describe_attempt (const KagedAttempt *attempt)
-{
-  g_autoptr(GString) text = g_string_new (NULL);
-
-  if (attempt->http_status > 0 && attempt->error == NULL)
-    g_string_append_printf (text, _("HTTP %u"), attempt->http_status);
-  else if (attempt->http_status > 0)
-    /* Translators: an HTTP status code and what went wrong */
-    g_string_append_printf (text, _("HTTP %u: %s"), attempt->http_status, attempt->error);
-  else if (attempt->error != NULL)
-    g_string_append (text, attempt->error);
-  else
-    g_string_append (text, _("Answered"));
-
-  if (attempt->wait_ms > 0)
-    {
-      const char *source = describe_wait_source (attempt->wait_source);
-
-      g_string_append (text, "\n");
-      if (source != NULL)
-        /* Translators: a wait in seconds, and where it came from */
-        g_string_append_printf (text, _("Waited %.1f s, from %s"), attempt->wait_ms / 1000.0, source);
-      else
-        g_string_append_printf (text, _("Waited %.1f s"), attempt->wait_ms / 1000.0);
-    }
-
-  return g_string_free (g_steal_pointer (&text), FALSE);
-}
-
-static char *
-format_time (gint64 epoch_ms)
-{
-  g_autoptr(GDateTime) time = g_date_time_new_from_unix_local (epoch_ms / 1000);
-
-  return g_date_time_format (time, "%X");
-}
-
-static void
-fill_details (KagedMessageRow *self)
-{
-  GtkWidget *child;
-  int row = 0;
-
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->details_grid))) != NULL)
-    gtk_grid_remove (self->details_grid, child);
-
-  add_detail (self, &row, _("Provider"), self->provider_name != NULL ? self->provider_name : _("Unknown"));
-  add_detail (self, &row, _("Model"), self->model_name != NULL ? self->model_name : _("Unknown"));
-
-  if (self->run == NULL)
-    {
-      if (self->message != NULL && kaged_message_get_run_id (self->message) > 0)
-        {
-          g_autofree char *id = g_strdup_printf ("%" G_GINT64_FORMAT,
-                                                 kaged_message_get_run_id (self->message));
-
-          add_detail (self, &row, _("Run"), id);
-        }
-      return;
-    }
-
-  {
-    g_autofree char *id = g_strdup_printf ("%" G_GINT64_FORMAT, kaged_run_get_id (self->run));
-    g_autofree char *duration = NULL;
-    g_autofree char *tokens = NULL;
-    gint64 started = kaged_run_get_started_at (self->run);
-    gint64 finished = kaged_run_get_finished_at (self->run);
-
-    if (started > 0 && finished >= started)
-      duration = g_strdup_printf (_("%.1f s"), (finished - started) / 1000.0);
-    else if (started > 0)
-      duration = g_strdup (_("Still running"));
-    else
-      duration = g_strdup (_("Not started"));
-
-    /* Translators: tokens sent to and received from the model */
-    tokens = g_strdup_printf (_("%" G_GINT64_FORMAT " in, %" G_GINT64_FORMAT " out"),
-                              kaged_run_get_input_tokens (self->run),
-                              kaged_run_get_output_tokens (self->run));
-
-    add_detail (self, &row, _("Run"), id);
-    add_detail (self, &row, _("Duration"), duration);
-    add_detail (self, &row, _("Tokens"), tokens);
-  }
-
-  {
-    GPtrArray *attempts = kaged_run_get_attempts (self->run);
-
-    for (guint i = 0; attempts != NULL && i < attempts->len; i++)
-      {
-        const KagedAttempt *attempt = g_ptr_array_index (attempts, i);
-        g_autofree char *time = format_time (attempt->time);
-        g_autofree char *name = g_strdup_printf (_("Attempt %u, %s"), i + 1, time);
-        g_autofree char *value = describe_attempt (attempt);
-
-        add_detail (self, &row, name, value);
-      }
-  }
-}
-
 static void
 show_details_action (GtkWidget  *widget,
                      const char *action_name,
@@ -559,7 +446,8 @@ show_details_action (GtkWidget  *widget,
   KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
   graphene_rect_t bounds;
 
-  fill_details (self);
+  kaged_message_details_fill (KAGED_MESSAGE_DETAILS (self->details_popover), self->message,
+                              self->run, self->provider_name, self->model_name);
 
   if (gtk_widget_compute_bounds (GTK_WIDGET (self->details_button), widget, &bounds))
     {
@@ -599,6 +487,7 @@ kaged_message_row_dispose (GObject *object)
   KagedMessageRow *self = (KagedMessageRow *)object;
 
   g_clear_handle_id (&self->copied_source, g_source_remove);
+  g_clear_handle_id (&self->description_source, g_source_remove);
 
   if (self->message_bindings != NULL)
     g_binding_group_set_source (self->message_bindings, NULL);
@@ -801,6 +690,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   g_type_ensure (KAGED_TYPE_MARKDOWN_VIEW);
+  g_type_ensure (KAGED_TYPE_MESSAGE_DETAILS);
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/kaged/Kaged/kaged-message-row.ui");
@@ -825,7 +715,6 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, edit_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_popover);
-  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_grid);
 
   gtk_widget_class_install_action (widget_class, "row.copy", NULL, copy_action);
   gtk_widget_class_install_action (widget_class, "row.previous-version", NULL, previous_version_action);
@@ -851,6 +740,8 @@ kaged_message_row_init (KagedMessageRow *self)
 
   self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
   g_signal_group_connect_swapped (self->message_signals, "notify::content",
+                                  G_CALLBACK (on_content_changed), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::status",
                                   G_CALLBACK (update_description), self);
   g_signal_group_connect_swapped (self->message_signals, "notify::role",
                                   G_CALLBACK (update_state), self);

@@ -240,18 +240,26 @@ test_server_wait_order (void)
   gint64 wait = -1;
   const char *source = NULL;
 
-  g_assert_true (kaged_classify_server_wait (all, NOW_MS, &wait, &source));
+  g_assert_true (kaged_classify_server_wait (all, 429, NOW_MS, &wait, &source));
   g_assert_cmpint (wait, ==, 2500);
   g_assert_cmpstr (source, ==, "retry-after-ms");
-  g_assert_true (kaged_classify_server_wait (no_ms, NOW_MS, &wait, &source));
+  g_assert_true (kaged_classify_server_wait (no_ms, 429, NOW_MS, &wait, &source));
   g_assert_cmpint (wait, ==, 3000);
   g_assert_cmpstr (source, ==, "retry-after");
-  g_assert_true (kaged_classify_server_wait (resets, NOW_MS, &wait, &source));
+  g_assert_true (kaged_classify_server_wait (resets, 429, NOW_MS, &wait, &source));
   g_assert_cmpint (wait, ==, 5000);
   g_assert_cmpstr (source, ==, "anthropic-ratelimit-reset");
+
+  /* On another status only Retry-After counts. */
+  g_assert_true (kaged_classify_server_wait (all, 503, NOW_MS, &wait, &source));
+  g_assert_cmpint (wait, ==, 2500);
+  g_assert_cmpstr (source, ==, "retry-after-ms");
+  g_assert_false (kaged_classify_server_wait (resets, 503, NOW_MS, &wait, &source));
+  g_assert_false (kaged_classify_server_wait (resets, 0, NOW_MS, &wait, &source));
 }
 
-/* Of several reset headers, the exhausted limits decide; else the earliest. */
+/* Of several reset headers, the exhausted limits decide (a limit without a
+ * `remaining` header counts as exhausted); all of them must have reset. */
 static void
 test_reset_families (void)
 {
@@ -269,20 +277,93 @@ test_reset_families (void)
     "x-ratelimit-remaining-tokens", "0",
     "x-ratelimit-reset-tokens", "6m0s",
     NULL);
-  g_autoptr(SoupMessageHeaders) none_exhausted = headers_new (
+  g_autoptr(SoupMessageHeaders) no_remaining = headers_new (
     "x-ratelimit-reset-requests", "2s",
     "x-ratelimit-reset-tokens", "500ms",
     NULL);
   gint64 wait = -1;
   const char *source = NULL;
 
-  g_assert_true (kaged_classify_server_wait (anthropic, NOW_MS, &wait, &source));
+  g_assert_true (kaged_classify_server_wait (anthropic, 429, NOW_MS, &wait, &source));
   g_assert_cmpint (wait, ==, 20000);
-  g_assert_true (kaged_classify_server_wait (openai, NOW_MS, &wait, &source));
+  g_assert_true (kaged_classify_server_wait (openai, 429, NOW_MS, &wait, &source));
   g_assert_cmpint (wait, ==, 360000);
   g_assert_cmpstr (source, ==, "x-ratelimit-reset");
-  g_assert_true (kaged_classify_server_wait (none_exhausted, NOW_MS, &wait, &source));
-  g_assert_cmpint (wait, ==, 500);
+  g_assert_true (kaged_classify_server_wait (no_remaining, 429, NOW_MS, &wait, &source));
+  g_assert_cmpint (wait, ==, 2000);
+}
+
+/* Reset headers are a wait only on a 429, and only for a limit that is
+ * exhausted: its `remaining` header is 0 or absent (DESIGN.md §4). */
+static void
+test_reset_only_when_exhausted (void)
+{
+  g_autoptr(SoupMessageHeaders) plenty = headers_new (
+    "x-ratelimit-remaining-requests", "4999",
+    "x-ratelimit-reset-requests", "1m0s",
+    "x-ratelimit-reset-tokens", "45s",
+    NULL);
+  g_autoptr(SoupMessageHeaders) all_left = headers_new (
+    "x-ratelimit-remaining-requests", "4999",
+    "x-ratelimit-reset-requests", "1m0s",
+    "x-ratelimit-remaining-tokens", "150000",
+    "x-ratelimit-reset-tokens", "45s",
+    "anthropic-ratelimit-requests-remaining", "40",
+    "anthropic-ratelimit-requests-reset", "2026-11-29T20:00:42Z",
+    NULL);
+  g_autoptr(SoupMessageHeaders) anthropic_exhausted = headers_new (
+    "anthropic-ratelimit-requests-remaining", "0",
+    "anthropic-ratelimit-requests-reset", "2026-11-29T20:00:42Z",
+    NULL);
+  g_autoptr(SoupMessageHeaders) retry_after = headers_new (
+    "retry-after", "5",
+    "x-ratelimit-remaining-requests", "0",
+    "x-ratelimit-reset-requests", "1m0s",
+    NULL);
+  g_autoptr(SoupMessageHeaders) retry_after_ms = headers_new (
+    "retry-after-ms", "250",
+    NULL);
+  g_autoptr(GError) overloaded = classify (503, plenty, "{\"error\":{\"message\":\"Service unavailable\"}}");
+  g_autoptr(GError) rate = classify (429, plenty, NULL);
+  g_autoptr(GError) rate_all_left = classify (429, all_left, NULL);
+  g_autoptr(GError) anthropic_529 = classify (529, anthropic_exhausted, NULL);
+  g_autoptr(GError) anthropic_429 = classify (429, anthropic_exhausted, NULL);
+  g_autoptr(GError) server_503 = classify (503, retry_after, NULL);
+  g_autoptr(GError) server_500 = classify (500, retry_after_ms, NULL);
+  g_autoptr(GError) in_stream = kaged_classify_stream_error ("overloaded_error", NULL, "Overloaded",
+                                                             anthropic_exhausted, NOW_MS);
+
+  /* The 503 of the issue: nothing is exhausted, the backoff applies. */
+  g_assert_error (overloaded, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (overloaded), ==, -1);
+  g_assert_null (kaged_provider_error_get_wait_source (overloaded));
+  g_assert_cmpint (kaged_provider_error_get_retry_after_until (overloaded), ==, 0);
+
+  /* On a 429 the token limit, with no `remaining` header, is in the way;
+   * the request limit with 4999 left is not. */
+  g_assert_error (rate, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_RATE_LIMITED);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (rate), ==, 45000);
+  g_assert_cmpstr (kaged_provider_error_get_wait_source (rate), ==, "x-ratelimit-reset");
+
+  /* A 429 where every limit has requests left: no advice from resets. */
+  g_assert_error (rate_all_left, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_RATE_LIMITED);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (rate_all_left), ==, -1);
+  g_assert_null (kaged_provider_error_get_wait_source (rate_all_left));
+
+  /* An exhausted limit counts on a 429 only. */
+  g_assert_error (anthropic_529, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (anthropic_529), ==, -1);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (anthropic_429), ==, 42000);
+  g_assert_cmpstr (kaged_provider_error_get_wait_source (anthropic_429), ==, "anthropic-ratelimit-reset");
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (in_stream), ==, -1);
+
+  /* Retry-After keeps working on any status. */
+  g_assert_error (server_503, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (server_503), ==, 5000);
+  g_assert_cmpstr (kaged_provider_error_get_wait_source (server_503), ==, "retry-after");
+  g_assert_error (server_500, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_SERVER_ERROR);
+  g_assert_cmpint (kaged_provider_error_get_server_wait_ms (server_500), ==, 250);
+  g_assert_cmpstr (kaged_provider_error_get_wait_source (server_500), ==, "retry-after-ms");
 }
 
 static void
@@ -488,6 +569,7 @@ main (int   argc,
   g_test_add_func ("/classify/server-wait", test_server_wait);
   g_test_add_func ("/classify/server-wait-order", test_server_wait_order);
   g_test_add_func ("/classify/reset-families", test_reset_families);
+  g_test_add_func ("/classify/reset-only-when-exhausted", test_reset_only_when_exhausted);
   g_test_add_func ("/classify/go-durations", test_go_durations);
   g_test_add_func ("/classify/message-reset", test_message_reset);
   g_test_add_func ("/classify/quota-scheduled", test_quota_scheduled);

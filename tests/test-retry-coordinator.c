@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <sqlite3.h>
 
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
@@ -279,6 +280,7 @@ test_cancel_at_random_moments (Fixture       *fixture,
     {
       g_autoptr(KagedSession) session = NULL;
       g_autoptr(KagedReceipt) receipt = NULL;
+      g_autoptr(KagedRun) before = NULL;
       g_autoptr(KagedRun) latest = NULL;
       g_autoptr(KagedRun) after = NULL;
       KagedRetryScheduler *scheduler;
@@ -309,6 +311,8 @@ test_cancel_at_random_moments (Fixture       *fixture,
       state = kaged_retry_scheduler_get_state (scheduler);
       states_seen[state]++;
       requests = kaged_fake_server_get_n_requests (fixture->server, NULL);
+      before = kaged_session_manager_get_latest_run (manager, session_id, &error);
+      g_assert_no_error (error);
       kaged_retry_scheduler_cancel (scheduler);
       latest = kaged_session_manager_get_latest_run (manager, session_id, &error);
       g_assert_no_error (error);
@@ -330,14 +334,353 @@ test_cancel_at_random_moments (Fixture       *fixture,
       /* A retried run under way is cancelled with the retry; otherwise the
        * newest run is the one that failed. */
       g_assert_cmpint (kaged_run_get_status (after), ==,
-                       state == KAGED_RETRY_SCHEDULER_STATE_WATCHING ? KAGED_RUN_STATUS_CANCELLED
-                                                                     : KAGED_RUN_STATUS_FAILED);
+                       state == KAGED_RETRY_SCHEDULER_STATE_WATCHING &&
+                       !kaged_run_is_finished (before) ? KAGED_RUN_STATUS_CANCELLED
+                                                       : KAGED_RUN_STATUS_FAILED);
       g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), <=, requests + 1);
     }
 
   /* The moments covered the cycle. */
   g_assert_cmpuint (states_seen[KAGED_RETRY_SCHEDULER_STATE_ARMED], >, 0);
   g_assert_cmpuint (states_seen[KAGED_RETRY_SCHEDULER_STATE_WATCHING], >, 0);
+
+  kaged_session_manager_shutdown (manager);
+}
+
+/* Turns the main loop until @done says so: what a test waits for is the
+ * event itself, never a length of time. */
+typedef gboolean (*Condition) (gpointer data);
+
+static void
+wait_for (Condition condition,
+          gpointer  data)
+{
+  while (!condition (data))
+    g_main_context_iteration (NULL, TRUE);
+}
+
+/* Lets everything already due on the main loop run. */
+static void
+settle (void)
+{
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+}
+
+typedef struct
+{
+  KagedSessionManager *manager;
+  gint64               session_id;
+  gint64               run_id;
+} RunRef;
+
+typedef struct
+{
+  KagedFakeServer *server;
+  guint            n_requests;
+} RequestCount;
+
+static gboolean
+server_has_requests (gpointer data)
+{
+  RequestCount *count = data;
+
+  return kaged_fake_server_get_n_requests (count->server, NULL) >= count->n_requests;
+}
+
+static gboolean
+session_is_idle (gpointer data)
+{
+  RunRef *ref = data;
+
+  return !kaged_session_manager_is_busy (ref->manager, ref->session_id);
+}
+
+static KagedRunStatus
+run_status (KagedSessionManager *manager,
+            gint64               session_id,
+            gint64               run_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedRun) run = kaged_session_manager_get_run (manager, session_id, run_id, &error);
+
+  g_assert_no_error (error);
+  return kaged_run_get_status (run);
+}
+
+#define OVERLOADED_STEP \
+  "{\"status\": 529, \"headers\": {\"x-should-retry\": \"false\"}, " \
+  " \"body\": {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", " \
+  " \"message\": \"Overloaded\"}}}"
+
+#define STREAMING_STEP \
+  "{\"kind\": \"openai\", \"text\": \"A reply that keeps coming\", \"chunks\": 4, " \
+  " \"hang_after_chunks\": 1}"
+
+/*
+ * The run of P1 fails with a retryable class while P2 waits in the queue:
+ * that run is no longer the latest, so nothing arms, and P2's reply
+ * streams on — even after the countdown would have run out.
+ */
+static void
+test_queued_newer_message_not_armed (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  KagedRetryScheduler *scheduler;
+  RequestCount count;
+  RunRef ref;
+
+  g_assert_no_error (error);
+  g_assert_true (kaged_fake_server_set_scenario (fixture->server,
+                                                 "[" OVERLOADED_STEP "," STREAMING_STEP "]",
+                                                 &error));
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Queued", &error);
+  g_assert_no_error (error);
+
+  first = kaged_session_manager_post (manager, kaged_session_get_id (session), "P1", &error);
+  g_assert_no_error (error);
+  second = kaged_session_manager_post (manager, kaged_session_get_id (session), "P2", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (second->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  ref.manager = manager;
+  ref.session_id = kaged_session_get_id (session);
+  ref.run_id = second->run_id;
+  count.server = fixture->server;
+  count.n_requests = 2;
+  wait_for (server_has_requests, &count);
+  settle ();
+
+  g_assert_cmpint (run_status (manager, ref.session_id, first->run_id), ==,
+                   KAGED_RUN_STATUS_FAILED);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, ref.session_id);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+
+  /* Past the first countdown, P2's reply is still the one being written. */
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2500);
+  settle ();
+  g_assert_cmpint (run_status (manager, ref.session_id, second->run_id), ==,
+                   KAGED_RUN_STATUS_RUNNING);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+
+  kaged_session_manager_shutdown (manager);
+}
+
+/*
+ * A regenerate that reaches the session manager directly (as the HTTP API
+ * does) stands the armed retry down: the countdown does not run out into
+ * a second regenerate that would cancel the operator's own run.
+ */
+static void
+test_direct_regenerate_stands_down (Fixture       *fixture,
+                                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedReceipt) regenerated = NULL;
+  KagedRetryScheduler *scheduler;
+  RequestCount count;
+  RunRef ref;
+
+  g_assert_no_error (error);
+  g_assert_true (kaged_fake_server_set_scenario (fixture->server,
+                                                 "[" OVERLOADED_STEP "," STREAMING_STEP "]",
+                                                 &error));
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Regenerated", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+
+  regenerated = kaged_session_manager_regenerate (manager, kaged_session_get_id (session),
+                                                  receipt->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+
+  ref.manager = manager;
+  ref.session_id = kaged_session_get_id (session);
+  ref.run_id = regenerated->run_id;
+  count.server = fixture->server;
+  count.n_requests = 2;
+  wait_for (server_has_requests, &count);
+
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2500);
+  settle ();
+  g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+  g_assert_cmpint (run_status (manager, ref.session_id, regenerated->run_id), ==,
+                   KAGED_RUN_STATUS_RUNNING);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
+
+  kaged_session_manager_shutdown (manager);
+}
+
+/*
+ * The retried run could only be queued (the engine is shutting down) and
+ * is cancelled before it started: the retry has resolved, so the
+ * scheduler does not stay watching a run that will never run.
+ */
+static void
+test_queued_retry_cancelled (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  KagedRetryScheduler *scheduler;
+  gint64 retry_run_id;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Queued retry", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+
+  kaged_session_manager_shutdown (manager);
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_WATCHING));
+  retry_run_id = kaged_retry_scheduler_get_run_id (scheduler);
+  g_assert_cmpint (run_status (manager, kaged_session_get_id (session), retry_run_id), ==,
+                   KAGED_RUN_STATUS_QUEUED);
+
+  g_assert_true (kaged_session_manager_cancel (manager, kaged_session_get_id (session),
+                                               retry_run_id, &error));
+  g_assert_no_error (error);
+  settle ();
+
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+}
+
+/*
+ * The end of a failed run could not be written to the database: there is
+ * no persisted classification to arm from, so nothing arms.
+ */
+static void
+test_unpersisted_failure_not_armed (Fixture       *fixture,
+                                    gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  KagedRetryScheduler *scheduler;
+  sqlite3 *db = NULL;
+  RunRef ref;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Disk full", &error);
+  g_assert_no_error (error);
+
+  /* The database refuses to record any run as failed. */
+  g_assert_cmpint (sqlite3_open (fixture->db_path, &db), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db,
+                                 "CREATE TRIGGER refuse_failed BEFORE UPDATE ON runs "
+                                 "WHEN NEW.status = 'failed' "
+                                 "BEGIN SELECT RAISE (ABORT, 'disk full'); END;",
+                                 NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (db);
+
+  g_test_expect_message ("kaged-engine", G_LOG_LEVEL_WARNING, "*record the end of a run*");
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+
+  ref.manager = manager;
+  ref.session_id = kaged_session_get_id (session);
+  ref.run_id = receipt->run_id;
+  wait_for (session_is_idle, &ref);
+  settle ();
+  g_test_assert_expected_messages ();
+
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, ref.session_id);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_IDLE);
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
+  settle ();
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
+
+  kaged_session_manager_shutdown (manager);
+}
+
+/*
+ * The engine fails the retried run while it starts it, before regenerate
+ * has returned (the database refuses to mark it running): the scheduler
+ * hears of the end from the main loop, once it watches that run, and
+ * settles instead of watching a run that is over.
+ */
+static void
+test_retry_failing_at_start (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) latest = NULL;
+  KagedRetryScheduler *scheduler;
+  sqlite3 *db = NULL;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Refused", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
+  g_assert_no_error (error);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+
+  g_assert_cmpint (sqlite3_open (fixture->db_path, &db), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db,
+                                 "CREATE TRIGGER refuse_running BEFORE UPDATE ON runs "
+                                 "WHEN NEW.status = 'running' "
+                                 "BEGIN SELECT RAISE (ABORT, 'disk full'); END;",
+                                 NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (db);
+
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
+  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_IDLE));
+
+  latest = kaged_session_manager_get_latest_run (manager, kaged_session_get_id (session), &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_run_get_status (latest), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_anchor_id (latest), ==, receipt->message_id);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
 
   kaged_session_manager_shutdown (manager);
 }
@@ -356,6 +699,18 @@ main (int   argc,
               fixture_set_up, test_restart_resumes, fixture_tear_down);
   g_test_add ("/retry-coordinator/cancel-at-random-moments", Fixture, NULL,
               fixture_set_up, test_cancel_at_random_moments, fixture_tear_down);
+
+  g_test_add ("/retry-coordinator/queued-newer-message-not-armed", Fixture, NULL,
+              fixture_set_up, test_queued_newer_message_not_armed, fixture_tear_down);
+  g_test_add ("/retry-coordinator/direct-regenerate-stands-down", Fixture, NULL,
+              fixture_set_up, test_direct_regenerate_stands_down, fixture_tear_down);
+  g_test_add ("/retry-coordinator/queued-retry-cancelled", Fixture, NULL,
+              fixture_set_up, test_queued_retry_cancelled, fixture_tear_down);
+  g_test_add ("/retry-coordinator/unpersisted-failure-not-armed", Fixture, NULL,
+              fixture_set_up, test_unpersisted_failure_not_armed, fixture_tear_down);
+
+  g_test_add ("/retry-coordinator/retry-failing-at-start", Fixture, NULL,
+              fixture_set_up, test_retry_failing_at_start, fixture_tear_down);
 
   return g_test_run ();
 }

@@ -1065,31 +1065,6 @@ test_dispatch_error (Fixture       *f,
 }
 
 static void
-finish_during_regenerate (gpointer user_data)
-{
-  Fixture *f = user_data;
-
-  /* The engine fails the new run before regenerate returns (a spend limit
-   * refuses it at once). */
-  fail_run (f, f->dispatcher->next_run_id, KAGED_RETRY_CLASS_OVERLOADED);
-}
-
-static void
-test_finished_during_dispatch (Fixture       *f,
-                               gconstpointer  data)
-{
-  f->dispatcher->during = finish_during_regenerate;
-  f->dispatcher->during_data = f;
-
-  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED);
-  advance (f, 2000);
-  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
-  assert_state (f, KAGED_RETRY_SCHEDULER_STATE_ARMED);
-  g_assert_cmpuint (kaged_retry_scheduler_get_attempt (f->scheduler), ==, 2);
-  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (f->scheduler), ==, 4);
-}
-
-static void
 test_network (Fixture       *f,
               gconstpointer  data)
 {
@@ -1682,7 +1657,6 @@ main (int   argc,
   ADD ("operator-post-disarms", test_operator_post_disarms);
   ADD ("success-resets", test_success_resets);
   ADD ("dispatch-error", test_dispatch_error);
-  ADD ("finished-during-dispatch", test_finished_during_dispatch);
   ADD ("network", test_network);
   ADD ("restart/armed", test_restart_armed);
   ADD ("restart/scheduled", test_restart_scheduled);

@@ -914,6 +914,38 @@ test_http_503_jitter (Fixture       *fixture,
   g_assert_cmpuint (fixture->slept_ms, ==, get_attempt (fixture, 0)->wait_ms + get_attempt (fixture, 1)->wait_ms);
 }
 
+/* A 503 with rate-limit headers that show requests left is retried on the
+ * backoff: its reset headers are no wait (DESIGN.md §4). */
+static void
+test_http_503_reset_headers (Fixture       *fixture,
+                             gconstpointer  user_data)
+{
+  KagedAttempt *attempt;
+
+  use_server (fixture, "openai",
+              "[{\"status\": 503, \"headers\": {\"x-ratelimit-remaining-requests\": \"4999\","
+              " \"x-ratelimit-reset-requests\": \"1m0s\", \"x-ratelimit-reset-tokens\": \"45s\"},"
+              " \"body\": {\"error\": {\"message\": \"Service unavailable\"}}},"
+              " {\"kind\": \"openai\", \"text\": \"Hello there\", \"chunks\": 2}]");
+  start_chat (fixture);
+  run_until_done (fixture);
+
+  g_assert_no_error (fixture->error);
+  g_assert_true (fixture->ok);
+  g_assert_cmpstr (fixture->text->str, ==, "Hello there");
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/v1/chat/completions"), ==, 2);
+  g_assert_cmpuint (n_attempts (fixture), ==, 2);
+
+  attempt = get_attempt (fixture, 0);
+  g_assert_cmpuint (attempt->http_status, ==, 503);
+  g_assert_cmpint (attempt->retry_class, ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpstr (attempt->wait_source, ==, "backoff");
+  g_assert_cmpint (attempt->wait_ms, >=, 750);
+  g_assert_cmpint (attempt->wait_ms, <=, 1000);
+  g_assert_cmpuint (fixture->slept_ms, ==, attempt->wait_ms);
+  g_assert_cmpuint (get_attempt (fixture, 1)->http_status, ==, 200);
+}
+
 typedef struct
 {
   const char *kind;
@@ -1227,6 +1259,7 @@ main (int   argc,
   ADD ("http/server-wait-forms", test_http_server_wait_forms);
   ADD ("http/wait-beyond-window", test_http_wait_beyond_window);
   ADD ("http/503-jitter", test_http_503_jitter);
+  ADD ("http/503-reset-headers", test_http_503_reset_headers);
   ADD ("http/status-rules", test_http_status_rules);
   ADD ("http/connection-refused", test_http_connection_refused);
   ADD ("http/first-delta", test_http_first_delta);

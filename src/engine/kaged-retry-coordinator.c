@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "kaged-retry-coordinator.h"
+#include "kaged-retry-policy.h"
 
 struct _KagedRetryCoordinator
 {
@@ -22,8 +23,11 @@ struct _KagedRetryCoordinator
   /* gint64 session id → KagedRetryScheduler */
   GHashTable           *schedulers;
 
+  /* Sessions a run of which finished, to check from the main loop. */
+  GHashTable           *to_check;
+  GSource              *check_source;
+
   gulong                run_changed_id;
-  gulong                message_added_id;
 };
 
 G_DEFINE_FINAL_TYPE (KagedRetryCoordinator, kaged_retry_coordinator, G_TYPE_OBJECT)
@@ -35,38 +39,93 @@ enum {
 
 static guint signals [N_SIGNALS];
 
+/* Tells each session's scheduler what the database now says about it. */
+static gboolean
+check_cb (gpointer user_data)
+{
+  KagedRetryCoordinator *self = user_data;
+  g_autoptr(GHashTable) sessions = g_steal_pointer (&self->to_check);
+  GHashTableIter iter;
+  gpointer key;
+
+  g_clear_pointer (&self->check_source, g_source_unref);
+  self->to_check = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+
+  g_hash_table_iter_init (&iter, sessions);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    {
+      gint64 session_id = *(gint64 *)key;
+      g_autoptr(KagedRun) latest = NULL;
+      g_autoptr(GError) error = NULL;
+      KagedRetryScheduler *scheduler;
+      KagedRetryVerdict verdict;
+
+      verdict = kaged_retry_policy_check (kaged_session_manager_get_store (self->manager),
+                                          session_id, &latest, &error);
+      if (error != NULL)
+        g_warning ("Could not check session %" G_GINT64_FORMAT " for a retry: %s",
+                   session_id, error->message);
+      if (verdict == KAGED_RETRY_VERDICT_BUSY)
+        continue;
+
+      scheduler = kaged_retry_coordinator_lookup_scheduler (self, session_id);
+      if (scheduler == NULL && verdict != KAGED_RETRY_VERDICT_ARMABLE)
+        continue;
+      if (scheduler == NULL)
+        scheduler = kaged_retry_coordinator_get_scheduler (self, session_id);
+
+      kaged_retry_scheduler_run_finished (scheduler, latest);
+    }
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+queue_check (KagedRetryCoordinator *self,
+             gint64                 session_id)
+{
+  g_hash_table_add (self->to_check, g_memdup2 (&session_id, sizeof session_id));
+
+  if (self->check_source != NULL)
+    return;
+
+  self->check_source = g_idle_source_new ();
+  g_source_set_priority (self->check_source, G_PRIORITY_DEFAULT);
+  g_source_set_callback (self->check_source, check_cb, self, NULL);
+  g_source_set_static_name (self->check_source, "[kaged] retry check");
+  g_source_attach (self->check_source, g_main_context_get_thread_default ());
+}
+
+/*
+ * Every run the manager creates — by a post or a regenerate, from the
+ * window, a notification or the HTTP API — is announced queued first. One
+ * the Tier 2 dispatcher did not ask for is the operator's: a pending retry
+ * of the session stands down before it goes further. Every end of a run
+ * has the session checked from the main loop, never from inside the call
+ * that ended it, once the manager has moved on to the next queued run.
+ */
 static void
 run_changed_cb (KagedSessionManager   *manager,
                 KagedRun              *run,
                 KagedRetryCoordinator *self)
 {
-  KagedRetryScheduler *scheduler;
+  gint64 session_id = kaged_run_get_session_id (run);
 
-  if (!kaged_run_is_finished (run))
-    return;
+  if (kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED)
+    {
+      KagedRetryScheduler *scheduler;
 
-  /* A queued run dropped before it started says nothing about the provider. */
-  if (kaged_run_get_started_at (run) == 0 &&
-      kaged_run_get_status (run) == KAGED_RUN_STATUS_CANCELLED)
-    return;
+      if (_kaged_retry_dispatcher_is_regenerating (self->dispatcher, session_id))
+        return;
 
-  scheduler = kaged_retry_coordinator_get_scheduler (self, kaged_run_get_session_id (run));
-  kaged_retry_scheduler_run_finished (scheduler, run);
-}
+      scheduler = kaged_retry_coordinator_lookup_scheduler (self, session_id);
+      if (scheduler != NULL)
+        kaged_retry_scheduler_operator_posted (scheduler);
+      return;
+    }
 
-static void
-message_added_cb (KagedSessionManager   *manager,
-                  KagedMessage          *message,
-                  KagedRetryCoordinator *self)
-{
-  KagedRetryScheduler *scheduler;
-
-  if (kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_OPERATOR)
-    return;
-
-  scheduler = kaged_retry_coordinator_lookup_scheduler (self, kaged_message_get_session_id (message));
-  if (scheduler != NULL)
-    kaged_retry_scheduler_operator_posted (scheduler);
+  if (kaged_run_is_finished (run))
+    queue_check (self, session_id);
 }
 
 static void
@@ -77,9 +136,10 @@ kaged_retry_coordinator_dispose (GObject *object)
   if (self->manager != NULL)
     {
       g_clear_signal_handler (&self->run_changed_id, self->manager);
-      g_clear_signal_handler (&self->message_added_id, self->manager);
     }
 
+  kaged_clock_clear_source (&self->check_source);
+  g_clear_pointer (&self->to_check, g_hash_table_unref);
   g_clear_pointer (&self->schedulers, g_hash_table_unref);
 
   G_OBJECT_CLASS (kaged_retry_coordinator_parent_class)->dispose (object);
@@ -119,6 +179,7 @@ static void
 kaged_retry_coordinator_init (KagedRetryCoordinator *self)
 {
   self->schedulers = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_object_unref);
+  self->to_check = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
 }
 
 /**
@@ -152,8 +213,6 @@ kaged_retry_coordinator_new (KagedSessionManager *manager,
 
   self->run_changed_id = g_signal_connect (manager, "run-changed",
                                            G_CALLBACK (run_changed_cb), self);
-  self->message_added_id = g_signal_connect (manager, "message-added",
-                                             G_CALLBACK (message_added_cb), self);
 
   saved = kaged_store_list_retry_states (kaged_session_manager_get_store (manager), &error);
   if (saved == NULL)

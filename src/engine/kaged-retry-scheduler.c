@@ -11,138 +11,12 @@
 
 #include "kaged-enum-types.h"
 #include "kaged-retry-class.h"
+#include "kaged-retry-policy.h"
 #include "kaged-retry-scheduler-private.h"
-#include "kaged-session-manager.h"
 
 /* A scheduled wait is checked against wall time at least this often, so a
  * machine that slept through it still retries at the announced time. */
 #define SCHEDULED_RECHECK_MS ((gint64)60000)
-
-G_DEFINE_ENUM_TYPE (KagedRetrySchedulerState, kaged_retry_scheduler_state,
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_IDLE, "idle"),
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_ARMED, "armed"),
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_SCHEDULED, "scheduled"),
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK, "waiting-for-network"),
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_DISPATCHING, "dispatching"),
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_WATCHING, "watching"),
-  G_DEFINE_ENUM_VALUE (KAGED_RETRY_SCHEDULER_STATE_CANCELLED, "cancelled"))
-
-/* ------------------------------------------------------------------------ */
-
-G_DEFINE_BOXED_TYPE (KagedRetrySnapshot, kaged_retry_snapshot,
-                     kaged_retry_snapshot_copy, kaged_retry_snapshot_free)
-
-KagedRetrySnapshot *
-kaged_retry_snapshot_new (void)
-{
-  return g_new0 (KagedRetrySnapshot, 1);
-}
-
-KagedRetrySnapshot *
-kaged_retry_snapshot_copy (const KagedRetrySnapshot *self)
-{
-  KagedRetrySnapshot *copy;
-
-  g_return_val_if_fail (self != NULL, NULL);
-
-  copy = g_new0 (KagedRetrySnapshot, 1);
-  *copy = *self;
-  copy->wait_source = g_strdup (self->wait_source);
-
-  return copy;
-}
-
-void
-kaged_retry_snapshot_free (KagedRetrySnapshot *self)
-{
-  if (self == NULL)
-    return;
-
-  g_free (self->wait_source);
-  g_free (self);
-}
-
-/* ------------------------------------------------------------------------ */
-
-G_DEFINE_INTERFACE (KagedRetryDispatcher, kaged_retry_dispatcher, G_TYPE_OBJECT)
-
-static void
-kaged_retry_dispatcher_default_init (KagedRetryDispatcherInterface *iface)
-{
-}
-
-/**
- * kaged_retry_dispatcher_regenerate:
- *
- * Returns: the id of the run started from @anchor_id, or 0 with @error set
- */
-gint64
-kaged_retry_dispatcher_regenerate (KagedRetryDispatcher  *self,
-                                   gint64                 session_id,
-                                   gint64                 anchor_id,
-                                   GCancellable          *cancellable,
-                                   GError               **error)
-{
-  g_return_val_if_fail (KAGED_IS_RETRY_DISPATCHER (self), 0);
-  g_return_val_if_fail (!cancellable || G_IS_CANCELLABLE (cancellable), 0);
-  g_return_val_if_fail (error == NULL || *error == NULL, 0);
-
-  return KAGED_RETRY_DISPATCHER_GET_IFACE (self)->regenerate (self, session_id, anchor_id,
-                                                              cancellable, error);
-}
-
-gboolean
-kaged_retry_dispatcher_cancel_run (KagedRetryDispatcher  *self,
-                                   gint64                 session_id,
-                                   gint64                 run_id,
-                                   GError               **error)
-{
-  g_return_val_if_fail (KAGED_IS_RETRY_DISPATCHER (self), FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  return KAGED_RETRY_DISPATCHER_GET_IFACE (self)->cancel_run (self, session_id, run_id, error);
-}
-
-/* ------------------------------------------------------------------------ */
-
-G_DEFINE_INTERFACE (KagedRetryStateStore, kaged_retry_state_store, G_TYPE_OBJECT)
-
-static void
-kaged_retry_state_store_default_init (KagedRetryStateStoreInterface *iface)
-{
-}
-
-/**
- * kaged_retry_state_store_load:
- *
- * Returns: (transfer full) (nullable): the saved snapshot, or %NULL when
- *   there is none or @error is set
- */
-KagedRetrySnapshot *
-kaged_retry_state_store_load (KagedRetryStateStore  *self,
-                              gint64                 session_id,
-                              GError               **error)
-{
-  g_return_val_if_fail (KAGED_IS_RETRY_STATE_STORE (self), NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
-
-  return KAGED_RETRY_STATE_STORE_GET_IFACE (self)->load (self, session_id, error);
-}
-
-gboolean
-kaged_retry_state_store_save (KagedRetryStateStore      *self,
-                              gint64                     session_id,
-                              const KagedRetrySnapshot  *snapshot,
-                              GError                   **error)
-{
-  g_return_val_if_fail (KAGED_IS_RETRY_STATE_STORE (self), FALSE);
-  g_return_val_if_fail (snapshot != NULL, FALSE);
-  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
-
-  return KAGED_RETRY_STATE_STORE_GET_IFACE (self)->save (self, session_id, snapshot, error);
-}
-
-/* ------------------------------------------------------------------------ */
 
 /**
  * KagedRetryScheduler:
@@ -175,9 +49,6 @@ struct _KagedRetryScheduler
   GSource *tick_source;
   GSource *dispatch_source;
 
-  /* A run that finished while its regenerate call had not returned yet. */
-  KagedRun *early_finished;
-
   KagedRetrySchedulerState state;
   guint attempt;
   gint64 remaining_seconds;
@@ -195,7 +66,6 @@ struct _KagedRetryScheduler
   char *scheduled_label;
 
   guint network_available : 1;
-  guint in_dispatch : 1;
 };
 
 G_DEFINE_FINAL_TYPE (KagedRetryScheduler, kaged_retry_scheduler, G_TYPE_OBJECT)
@@ -224,6 +94,13 @@ enum {
 };
 
 static GParamSpec *properties [N_PROPS];
+
+enum {
+  CHANGED,
+  N_SIGNALS
+};
+
+static guint signals [N_SIGNALS];
 
 typedef struct
 {
@@ -614,13 +491,11 @@ dispatch (KagedRetryScheduler *self)
 {
   g_autoptr(KagedRetryScheduler) hold = g_object_ref (self);
   g_autoptr(GCancellable) cancellable = NULL;
-  g_autoptr(KagedRun) early = NULL;
   g_autoptr(GError) error = NULL;
   guint64 generation = self->generation;
   gint64 run_id;
 
   g_assert (self->state == KAGED_RETRY_SCHEDULER_STATE_DISPATCHING);
-  g_assert (!self->in_dispatch);
 
   if (self->dispatcher == NULL)
     {
@@ -633,11 +508,10 @@ dispatch (KagedRetryScheduler *self)
 
   cancellable = g_object_ref (self->cancellable);
 
-  self->in_dispatch = TRUE;
+  /* The engine announces the run's end from the main loop, never from
+   * inside this call: the scheduler is watching before it hears of it. */
   run_id = kaged_retry_dispatcher_regenerate (self->dispatcher, self->session_id, self->anchor_id,
                                               cancellable, &error);
-  self->in_dispatch = FALSE;
-  early = g_steal_pointer (&self->early_finished);
 
   if (generation != self->generation)
     {
@@ -676,9 +550,6 @@ dispatch (KagedRetryScheduler *self)
   set_int64 (self, &self->run_id, run_id, PROP_RUN_ID);
   set_state (self, KAGED_RETRY_SCHEDULER_STATE_WATCHING);
   persist (self);
-
-  if (early != NULL && kaged_run_get_id (early) == run_id)
-    handle_finished (self, early, TRUE);
 }
 
 static gboolean
@@ -692,7 +563,9 @@ dispatch_cb (gpointer user_data)
     return G_SOURCE_REMOVE;
 
   g_clear_pointer (&self->dispatch_source, g_source_unref);
+  g_object_freeze_notify (G_OBJECT (self));
   dispatch (self);
+  g_object_thaw_notify (G_OBJECT (self));
 
   return G_SOURCE_REMOVE;
 }
@@ -723,23 +596,6 @@ fire (KagedRetryScheduler *self)
   g_source_attach (self->dispatch_source, self->context);
 }
 
-static gboolean
-run_is_armable (KagedRun *run)
-{
-  KagedRetryClass retry_class = kaged_run_get_retry_class (run);
-
-  if (kaged_run_get_status (run) != KAGED_RUN_STATUS_FAILED)
-    return FALSE;
-  if (!kaged_run_get_retryable (run))
-    return FALSE;
-  if (retry_class > KAGED_RETRY_CLASS_INTERRUPTED || !kaged_retry_class_is_retryable (retry_class))
-    return FALSE;
-  if (kaged_retry_class_needs_until (retry_class) && kaged_run_get_retry_after_until (run) <= 0)
-    return FALSE;
-
-  return TRUE;
-}
-
 static const KagedAttempt *
 last_attempt (KagedRun *run)
 {
@@ -753,12 +609,12 @@ last_attempt (KagedRun *run)
 
 /* Where the wait for a retry of @run came from, when the retry is due at
  * @next_eligible_time and @run failed at @failed_at (epoch ms). */
-static void
-describe_run_wait (KagedRun    *run,
-                   gint64       next_eligible_time,
-                   gint64       failed_at,
-                   const char **wait_source,
-                   gint64      *advised_wait_ms)
+void
+_kaged_retry_describe_run_wait (KagedRun    *run,
+                                gint64       next_eligible_time,
+                                gint64       failed_at,
+                                const char **wait_source,
+                                gint64      *advised_wait_ms)
 {
   const KagedAttempt *last = last_attempt (run);
   gint64 until = kaged_run_get_retry_after_until (run);
@@ -800,7 +656,7 @@ arm_from_run (KagedRetryScheduler *self,
   if (until > next)
     next = until;
 
-  describe_run_wait (run, next, now, &wait_source, &advised);
+  _kaged_retry_describe_run_wait (run, next, now, &wait_source, &advised);
 
   set_uint (self, &self->attempt, attempt, PROP_ATTEMPT);
   set_int64 (self, &self->anchor_id, kaged_run_get_anchor_id (run), PROP_ANCHOR_ID);
@@ -825,7 +681,7 @@ handle_finished (KagedRetryScheduler *self,
 
   self->latest_run_id = MAX (self->latest_run_id, run_id);
 
-  if (run_is_armable (run))
+  if (kaged_retry_run_is_armable (run))
     arm_from_run (self, run, consecutive ? self->attempt + 1 : 1);
   else
     enter_idle (self);
@@ -898,7 +754,6 @@ kaged_retry_scheduler_dispose (GObject *object)
 
   g_clear_weak_pointer (&self->dispatcher);
   g_clear_weak_pointer (&self->state_store);
-  g_clear_object (&self->early_finished);
   g_clear_object (&self->interface_settings);
   g_clear_object (&self->network_monitor);
 
@@ -1045,6 +900,29 @@ kaged_retry_scheduler_set_property (GObject      *object,
     }
 }
 
+/* One ::changed per batch of property changes that is a transition: the
+ * countdown's seconds and the network's state alone are not. */
+static void
+kaged_retry_scheduler_dispatch_properties_changed (GObject     *object,
+                                                   guint        n_pspecs,
+                                                   GParamSpec **pspecs)
+{
+  gboolean transition = FALSE;
+
+  G_OBJECT_CLASS (kaged_retry_scheduler_parent_class)->dispatch_properties_changed (object,
+                                                                                      n_pspecs,
+                                                                                      pspecs);
+
+  for (guint i = 0; i < n_pspecs && !transition; i++)
+    transition = pspecs[i] != properties [PROP_REMAINING_SECONDS] &&
+                 pspecs[i] != properties [PROP_NETWORK_AVAILABLE] &&
+                 pspecs[i] != properties [PROP_REASON] &&
+                 pspecs[i] != properties [PROP_SCHEDULED_LABEL];
+
+  if (transition)
+    g_signal_emit (object, signals [CHANGED], 0);
+}
+
 static void
 kaged_retry_scheduler_class_init (KagedRetrySchedulerClass *klass)
 {
@@ -1055,6 +933,7 @@ kaged_retry_scheduler_class_init (KagedRetrySchedulerClass *klass)
   object_class->finalize = kaged_retry_scheduler_finalize;
   object_class->get_property = kaged_retry_scheduler_get_property;
   object_class->set_property = kaged_retry_scheduler_set_property;
+  object_class->dispatch_properties_changed = kaged_retry_scheduler_dispatch_properties_changed;
 
   properties [PROP_SESSION_ID] =
     g_param_spec_int64 ("session-id", NULL, NULL,
@@ -1248,6 +1127,22 @@ kaged_retry_scheduler_class_init (KagedRetrySchedulerClass *klass)
                            G_PARAM_STATIC_STRINGS));
 
   g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * KagedRetryScheduler::changed:
+   *
+   * Emitted once after every transition — a change of state, attempt,
+   * next eligible time, anchor, retried run or classification — when all
+   * of it is in place; kaged_retry_scheduler_dup_snapshot() then reads
+   * the whole state. The countdown's ticks are not transitions: follow
+   * #KagedRetryScheduler:remaining-seconds for those.
+   */
+  signals [CHANGED] =
+    g_signal_new ("changed",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 0);
 }
 
 static void
@@ -1463,13 +1358,15 @@ kaged_retry_scheduler_set_network_available (KagedRetryScheduler *self,
 
 /**
  * kaged_retry_scheduler_run_finished:
- * @run: the session's latest run, now finished
+ * @run: the session's latest run, finished, as the database holds it
  *
- * Tells the scheduler that the latest run of its session ended. A failure
- * whose persisted classification is retryable arms the next retry (the
- * next consecutive attempt when @run is the retry this scheduler started,
- * the first otherwise); success, cancellation and other failures return
- * to idle. Runs the scheduler has already accounted for, and those older,
+ * Tells the scheduler that its session settled on @run: the caller has
+ * checked with kaged_retry_policy_check() that @run is the latest, that
+ * nothing is queued or running and that no operator message came after
+ * it (the coordinator does). A failure kaged_retry_run_is_armable() allows
+ * arms the next retry (the next consecutive attempt when @run is the retry
+ * this scheduler started, the first otherwise); success, cancellation and
+ * other failures return to idle. Runs the scheduler has already accounted for, and those older,
  * are ignored — so a cancelled retry stays cancelled.
  */
 void
@@ -1486,13 +1383,6 @@ kaged_retry_scheduler_run_finished (KagedRetryScheduler *self,
     return;
 
   run_id = kaged_run_get_id (run);
-
-  if (self->in_dispatch && self->state == KAGED_RETRY_SCHEDULER_STATE_DISPATCHING)
-    {
-      /* The engine finished the run before telling us its id. */
-      g_set_object (&self->early_finished, run);
-      return;
-    }
 
   consecutive = self->state == KAGED_RETRY_SCHEDULER_STATE_WATCHING && run_id == self->run_id;
 
@@ -1687,6 +1577,7 @@ kaged_retry_scheduler_dup_snapshot (KagedRetryScheduler *self)
   snapshot->next_eligible_time = self->next_eligible_time;
   snapshot->anchor_id = self->anchor_id;
   snapshot->run_id = MAX (self->latest_run_id, self->run_id);
+  snapshot->retry_run_id = self->run_id;
   snapshot->retry_class = self->retry_class;
   snapshot->http_status = self->http_status;
   snapshot->retry_after_until = self->retry_after_until;
@@ -1895,267 +1786,3 @@ _kaged_retry_scheduler_expire (KagedRetryScheduler *self,
   g_object_thaw_notify (G_OBJECT (self));
 }
 
-/* --- the state store backed by the database ---------------------------------- */
-
-#define KAGED_TYPE_RETRY_STORE_ADAPTER (kaged_retry_store_adapter_get_type ())
-
-G_DECLARE_FINAL_TYPE (KagedRetryStoreAdapter, kaged_retry_store_adapter, KAGED, RETRY_STORE_ADAPTER, GObject)
-
-struct _KagedRetryStoreAdapter
-{
-  GObject     parent_instance;
-  KagedStore *store;
-};
-
-static void kaged_retry_store_adapter_iface_init (KagedRetryStateStoreInterface *iface);
-
-G_DEFINE_FINAL_TYPE_WITH_CODE (KagedRetryStoreAdapter, kaged_retry_store_adapter, G_TYPE_OBJECT,
-                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_RETRY_STATE_STORE,
-                                                      kaged_retry_store_adapter_iface_init))
-
-/* The database keeps the scheduler's own fields (state, attempt, next
- * eligible time, anchor); why it waits is the classification of the
- * session's latest run, which the database keeps as well. */
-static KagedRetrySnapshot *
-kaged_retry_store_adapter_load (KagedRetryStateStore  *state_store,
-                                gint64                 session_id,
-                                GError               **error)
-{
-  KagedRetryStoreAdapter *self = KAGED_RETRY_STORE_ADAPTER (state_store);
-  g_autoptr(KagedStoreRetryState) saved = NULL;
-  g_autoptr(KagedRetrySnapshot) snapshot = NULL;
-  g_autoptr(KagedRun) latest = NULL;
-  g_autoptr(GError) local_error = NULL;
-  int state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
-
-  saved = kaged_store_get_retry_state (self->store, session_id, error);
-  if (saved == NULL)
-    return NULL;
-
-  if (!kaged_enum_from_nick (KAGED_TYPE_RETRY_SCHEDULER_STATE, saved->state, &state))
-    state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
-  if (saved->cancelled)
-    state = KAGED_RETRY_SCHEDULER_STATE_CANCELLED;
-  if (state == KAGED_RETRY_SCHEDULER_STATE_IDLE)
-    return NULL;
-
-  snapshot = kaged_retry_snapshot_new ();
-  snapshot->state = state;
-  snapshot->attempt = saved->attempt;
-  snapshot->next_eligible_time = saved->next_eligible_at;
-  snapshot->anchor_id = saved->anchor_id;
-
-  latest = kaged_store_get_latest_run (self->store, session_id, &local_error);
-  if (latest == NULL)
-    {
-      if (!g_error_matches (local_error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND))
-        {
-          g_propagate_error (error, g_steal_pointer (&local_error));
-          return NULL;
-        }
-      return g_steal_pointer (&snapshot);
-    }
-
-  snapshot->run_id = kaged_run_get_id (latest);
-
-  if (kaged_run_get_status (latest) == KAGED_RUN_STATUS_FAILED &&
-      kaged_run_get_anchor_id (latest) == saved->anchor_id)
-    {
-      const char *wait_source = NULL;
-      gint64 failed_at = kaged_run_get_finished_at (latest);
-
-      if (failed_at <= 0)
-        failed_at = kaged_clock_get_wall_ms (kaged_store_get_clock (self->store));
-
-      describe_run_wait (latest, saved->next_eligible_at, failed_at,
-                         &wait_source, &snapshot->advised_wait_ms);
-      snapshot->retry_class = kaged_run_get_retry_class (latest);
-      snapshot->http_status = kaged_run_get_http_status (latest);
-      snapshot->retry_after_until = kaged_run_get_retry_after_until (latest);
-      snapshot->wait_source = g_strdup (wait_source);
-    }
-
-  return g_steal_pointer (&snapshot);
-}
-
-static gboolean
-kaged_retry_store_adapter_save (KagedRetryStateStore      *state_store,
-                                gint64                     session_id,
-                                const KagedRetrySnapshot  *snapshot,
-                                GError                   **error)
-{
-  KagedRetryStoreAdapter *self = KAGED_RETRY_STORE_ADAPTER (state_store);
-  g_autoptr(KagedStoreRetryState) state = NULL;
-
-  if (snapshot->state == KAGED_RETRY_SCHEDULER_STATE_IDLE)
-    return kaged_store_clear_retry_state (self->store, session_id, error);
-
-  state = kaged_store_retry_state_new (session_id);
-  state->attempt = snapshot->attempt;
-  state->next_eligible_at = snapshot->next_eligible_time;
-  g_free (state->state);
-  state->state = g_strdup (kaged_enum_to_nick (KAGED_TYPE_RETRY_SCHEDULER_STATE, snapshot->state));
-  state->cancelled = snapshot->state == KAGED_RETRY_SCHEDULER_STATE_CANCELLED;
-  state->anchor_id = snapshot->anchor_id;
-
-  return kaged_store_set_retry_state (self->store, state, error);
-}
-
-static void
-kaged_retry_store_adapter_iface_init (KagedRetryStateStoreInterface *iface)
-{
-  iface->load = kaged_retry_store_adapter_load;
-  iface->save = kaged_retry_store_adapter_save;
-}
-
-static void
-kaged_retry_store_adapter_finalize (GObject *object)
-{
-  g_clear_object (&KAGED_RETRY_STORE_ADAPTER (object)->store);
-
-  G_OBJECT_CLASS (kaged_retry_store_adapter_parent_class)->finalize (object);
-}
-
-static void
-kaged_retry_store_adapter_class_init (KagedRetryStoreAdapterClass *klass)
-{
-  G_OBJECT_CLASS (klass)->finalize = kaged_retry_store_adapter_finalize;
-}
-
-static void
-kaged_retry_store_adapter_init (KagedRetryStoreAdapter *self)
-{
-}
-
-/**
- * kaged_retry_state_store_new_for_store:
- * @store: the database
- *
- * The schedulers' state kept in @store's `retry_states` table, with the
- * reason for a wait read back from the session's latest run.
- *
- * Returns: (transfer full): a state store to hand to the schedulers; keep
- *   it alive as long as they are
- */
-KagedRetryStateStore *
-kaged_retry_state_store_new_for_store (KagedStore *store)
-{
-  KagedRetryStoreAdapter *self;
-
-  g_return_val_if_fail (KAGED_IS_STORE (store), NULL);
-
-  self = g_object_new (KAGED_TYPE_RETRY_STORE_ADAPTER, NULL);
-  self->store = g_object_ref (store);
-
-  return KAGED_RETRY_STATE_STORE (self);
-}
-
-/* --- the dispatcher backed by the session manager ----------------------------- */
-
-#define KAGED_TYPE_RETRY_MANAGER_DISPATCHER (kaged_retry_manager_dispatcher_get_type ())
-
-G_DECLARE_FINAL_TYPE (KagedRetryManagerDispatcher, kaged_retry_manager_dispatcher, KAGED, RETRY_MANAGER_DISPATCHER, GObject)
-
-struct _KagedRetryManagerDispatcher
-{
-  GObject              parent_instance;
-  KagedSessionManager *manager;  /* weak: the manager may own the schedulers */
-};
-
-static void kaged_retry_manager_dispatcher_iface_init (KagedRetryDispatcherInterface *iface);
-
-G_DEFINE_FINAL_TYPE_WITH_CODE (KagedRetryManagerDispatcher, kaged_retry_manager_dispatcher, G_TYPE_OBJECT,
-                               G_IMPLEMENT_INTERFACE (KAGED_TYPE_RETRY_DISPATCHER,
-                                                      kaged_retry_manager_dispatcher_iface_init))
-
-static gint64
-kaged_retry_manager_dispatcher_regenerate (KagedRetryDispatcher  *dispatcher,
-                                           gint64                 session_id,
-                                           gint64                 anchor_id,
-                                           GCancellable          *cancellable,
-                                           GError               **error)
-{
-  KagedRetryManagerDispatcher *self = KAGED_RETRY_MANAGER_DISPATCHER (dispatcher);
-  g_autoptr(KagedReceipt) receipt = NULL;
-
-  if (g_cancellable_set_error_if_cancelled (cancellable, error))
-    return 0;
-
-  if (self->manager == NULL)
-    {
-      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_CLOSED, _("Kaged is shutting down"));
-      return 0;
-    }
-
-  receipt = kaged_session_manager_regenerate (self->manager, session_id, anchor_id, error);
-  if (receipt == NULL)
-    return 0;
-
-  return receipt->run_id;
-}
-
-static gboolean
-kaged_retry_manager_dispatcher_cancel_run (KagedRetryDispatcher  *dispatcher,
-                                           gint64                 session_id,
-                                           gint64                 run_id,
-                                           GError               **error)
-{
-  KagedRetryManagerDispatcher *self = KAGED_RETRY_MANAGER_DISPATCHER (dispatcher);
-
-  if (self->manager == NULL)
-    {
-      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_CLOSED, _("Kaged is shutting down"));
-      return FALSE;
-    }
-
-  return kaged_session_manager_cancel (self->manager, session_id, run_id, error);
-}
-
-static void
-kaged_retry_manager_dispatcher_iface_init (KagedRetryDispatcherInterface *iface)
-{
-  iface->regenerate = kaged_retry_manager_dispatcher_regenerate;
-  iface->cancel_run = kaged_retry_manager_dispatcher_cancel_run;
-}
-
-static void
-kaged_retry_manager_dispatcher_dispose (GObject *object)
-{
-  g_clear_weak_pointer (&KAGED_RETRY_MANAGER_DISPATCHER (object)->manager);
-
-  G_OBJECT_CLASS (kaged_retry_manager_dispatcher_parent_class)->dispose (object);
-}
-
-static void
-kaged_retry_manager_dispatcher_class_init (KagedRetryManagerDispatcherClass *klass)
-{
-  G_OBJECT_CLASS (klass)->dispose = kaged_retry_manager_dispatcher_dispose;
-}
-
-static void
-kaged_retry_manager_dispatcher_init (KagedRetryManagerDispatcher *self)
-{
-}
-
-/**
- * kaged_retry_dispatcher_new_for_manager:
- * @manager: the session manager
- *
- * Retries through @manager: kaged_session_manager_regenerate() from the
- * anchor, kaged_session_manager_cancel() for the run. @manager is not kept
- * alive.
- *
- * Returns: (transfer full): a dispatcher to hand to the schedulers
- */
-KagedRetryDispatcher *
-kaged_retry_dispatcher_new_for_manager (KagedSessionManager *manager)
-{
-  KagedRetryManagerDispatcher *self;
-
-  g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (manager), NULL);
-
-  self = g_object_new (KAGED_TYPE_RETRY_MANAGER_DISPATCHER, NULL);
-  g_set_weak_pointer (&self->manager, manager);
-
-  return KAGED_RETRY_DISPATCHER (self);
-}

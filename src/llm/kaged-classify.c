@@ -65,11 +65,12 @@
  * Server-advised wait, first found wins: `retry-after-ms`; `retry-after`
  * (delta-seconds or an HTTP-date, minus now); the
  * `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-reset`
- * times; the `x-ratelimit-reset-{requests,tokens}` Go durations. Of the
- * reset families, the limits whose `-remaining` header says 0 are the ones
- * in the way: the wait is the latest of their resets (all of them must
- * have reset). When no `-remaining` header says 0, the earliest reset is
- * taken.
+ * times; the `x-ratelimit-reset-{requests,tokens}` Go durations. Reset
+ * headers are a wait only on a 429, and only for the limits that are in
+ * the way: those whose `-remaining` header says 0 or is absent. The wait is
+ * the latest of their resets (all of them must have reset). On any other
+ * status, or when every limit has requests left, they are ignored: a 503
+ * with `x-ratelimit-remaining-requests: 4999` is retried on the backoff.
  */
 
 #define MAX_PROVIDER_MESSAGE 1000
@@ -480,7 +481,6 @@ reset_family (SoupMessageHeaders  *headers,
               gint64               now_ms,
               gint64              *wait_ms)
 {
-  gint64 earliest = -1;
   gint64 latest_exhausted = -1;
 
   for (guint i = 0; reset_names[i] != NULL; i++)
@@ -503,31 +503,30 @@ reset_family (SoupMessageHeaders  *headers,
       if (!ok)
         continue;
 
-      if (earliest < 0 || wait < earliest)
-        earliest = wait;
-
       if (remaining != NULL)
         {
           g_autofree char *left = g_strstrip (g_strdup (remaining));
 
-          if (g_strcmp0 (left, "0") == 0)
-            latest_exhausted = MAX (latest_exhausted, wait);
+          /* A limit with requests left is not what stopped this one. */
+          if (g_strcmp0 (left, "0") != 0)
+            continue;
         }
+
+      latest_exhausted = MAX (latest_exhausted, wait);
     }
 
-  if (latest_exhausted >= 0)
-    *wait_ms = latest_exhausted;
-  else if (earliest >= 0)
-    *wait_ms = earliest;
-  else
+  if (latest_exhausted < 0)
     return FALSE;
 
+  *wait_ms = latest_exhausted;
   return TRUE;
 }
 
 /**
  * kaged_classify_server_wait:
  * @headers: (nullable): the response headers
+ * @status: the HTTP status of the answer; reset headers count on a 429
+ *   only (0 for an error inside a stream)
  * @now_ms: the wall clock, epoch milliseconds
  * @wait_ms: (out): the advised wait in milliseconds
  * @source: (out) (transfer none): `retry-after-ms`, `retry-after`,
@@ -537,6 +536,7 @@ reset_family (SoupMessageHeaders  *headers,
  */
 gboolean
 kaged_classify_server_wait (SoupMessageHeaders  *headers,
+                            guint                status,
                             gint64               now_ms,
                             gint64              *wait_ms,
                             const char         **source)
@@ -618,6 +618,9 @@ kaged_classify_server_wait (SoupMessageHeaders  *headers,
         }
     }
 
+  if (status != 429)
+    return FALSE;
+
   if (reset_family (headers, anthropic_reset, anthropic_remaining, FALSE, now_ms, &wait))
     {
       *wait_ms = wait;
@@ -639,6 +642,8 @@ kaged_classify_server_wait (SoupMessageHeaders  *headers,
  * kaged_classify_apply_headers:
  * @error: a %KAGED_PROVIDER_ERROR
  * @headers: (nullable): the response headers
+ * @status: the HTTP status of the answer (0 for an error inside a stream)
+ * @now_ms: the wall clock, epoch milliseconds
  *
  * Records on @error what the headers say: the server-advised wait and
  * where it came from, `x-should-retry`, and the request id (`x-request-id`
@@ -647,6 +652,7 @@ kaged_classify_server_wait (SoupMessageHeaders  *headers,
 void
 kaged_classify_apply_headers (GError             *error,
                               SoupMessageHeaders *headers,
+                              guint               status,
                               gint64              now_ms)
 {
   const char *value;
@@ -658,7 +664,7 @@ kaged_classify_apply_headers (GError             *error,
   if (headers == NULL)
     return;
 
-  if (kaged_classify_server_wait (headers, now_ms, &wait, &source))
+  if (kaged_classify_server_wait (headers, status, now_ms, &wait, &source))
     kaged_provider_error_set_server_wait (error, wait, source);
 
   value = soup_message_headers_get_one (headers, "x-should-retry");
@@ -741,7 +747,7 @@ classify_fields (guint               status,
 
       if (!kaged_classify_message_reset (message, now_ms, &reset) && usage)
         {
-          if (!kaged_classify_server_wait (headers, now_ms, &reset, &source))
+          if (!kaged_classify_server_wait (headers, status, now_ms, &reset, &source))
             reset = -1;
         }
 
@@ -865,7 +871,7 @@ kaged_classify_http_error (guint               status,
   error = build_error (retry_class, status, info.message, until_ms);
   if (info.request_id != NULL)
     kaged_provider_error_set_request_id (error, info.request_id);
-  kaged_classify_apply_headers (error, headers, now_ms);
+  kaged_classify_apply_headers (error, headers, status, now_ms);
 
   return error;
 }
@@ -897,7 +903,7 @@ kaged_classify_stream_error (const char         *type,
 
   retry_class = classify_fields (0, type, code, message, NULL, now_ms, &until_ms);
   error = build_error (retry_class, 0, message, until_ms);
-  kaged_classify_apply_headers (error, headers, now_ms);
+  kaged_classify_apply_headers (error, headers, 0, now_ms);
 
   return error;
 }

@@ -27,8 +27,10 @@ GError   *kaged_classify_stream_error      (const char          *type,
 GError   *kaged_classify_transport_error   (const GError        *error);
 void      kaged_classify_apply_headers     (GError              *error,
                                             SoupMessageHeaders  *headers,
+                                            guint                status,
                                             gint64               now_ms);
 gboolean  kaged_classify_server_wait       (SoupMessageHeaders  *headers,
+                                            guint                status,
                                             gint64               now_ms,
                                             gint64              *wait_ms,
                                             const char         **source);

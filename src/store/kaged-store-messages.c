@@ -1,0 +1,614 @@
+/* kaged-store-messages.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-store"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "kaged-enum-types.h"
+#include "kaged-retry-class.h"
+#include "kaged-store-private.h"
+
+gboolean
+_kaged_store_get_message_info (KagedStore             *self,
+                               gint64                  message_id,
+                               KagedStoreMessageInfo  *info,
+                               GError                **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_INFO, error);
+  gboolean has_row = FALSE;
+
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, message_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  if (!has_row)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
+                   _("There is no message %lld"), (long long) message_id);
+      return FALSE;
+    }
+
+  info->session_id = sqlite3_column_int64 (stmt, 0);
+  info->role = _kaged_store_enum_from_column (stmt, 1, KAGED_TYPE_MESSAGE_ROLE, KAGED_MESSAGE_ROLE_AGENT);
+  info->superseded = sqlite3_column_int (stmt, 2) != 0;
+
+  return TRUE;
+}
+
+/* Checks that a run exists and belongs to @session_id. */
+static gboolean
+check_run_in_session (KagedStore  *self,
+                      gint64       run_id,
+                      gint64       session_id,
+                      GError     **error)
+{
+  g_autoptr(KagedRun) run = kaged_store_get_run (self, run_id, error);
+
+  if (run == NULL)
+    return FALSE;
+
+  if (kaged_run_get_session_id (run) != session_id)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                   _("Run %lld is not part of session %lld"),
+                   (long long) run_id, (long long) session_id);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+static gboolean
+insert_message (KagedStore    *self,
+                KagedMessage  *message,
+                gint64         created_at,
+                GError       **error)
+{
+  gint64 session_id = kaged_message_get_session_id (message);
+  KagedMessageRole role = kaged_message_get_role (message);
+  gint64 run_id = kaged_message_get_run_id (message);
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+
+  if (run_id != 0 && !check_run_in_session (self, run_id, session_id, error))
+    return FALSE;
+
+  /* Touching the session first also tells whether it exists. */
+  stmt = _kaged_store_get_stmt (self, STMT_SESSION_TOUCH, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, created_at, error) ||
+      !_kaged_store_step_done (self, stmt, error) ||
+      !_kaged_store_expect_changed (self, MISSING_SESSION, session_id, error))
+    return FALSE;
+  g_clear_pointer (&stmt, _kaged_store_cached_stmt_release);
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_INSERT, error);
+  return stmt != NULL &&
+         _kaged_store_bind_int64 (self, stmt, 1, session_id, error) &&
+         _kaged_store_bind_text (self, stmt, 2, _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_ROLE, role), error) &&
+         _kaged_store_bind_text (self, stmt, 3, kaged_message_get_content (message) ?: "", error) &&
+         _kaged_store_bind_int64 (self, stmt, 4, created_at, error) &&
+         _kaged_store_bind_int64_or_null (self, stmt, 5, run_id, error) &&
+         _kaged_store_bind_text (self, stmt, 6, _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_STATUS,
+                                                                        kaged_message_get_status (message)), error) &&
+         _kaged_store_bind_text (self, stmt, 7, kaged_message_get_error_message (message), error) &&
+         _kaged_store_bind_int64 (self, stmt, 8, kaged_message_get_retryable (message), error) &&
+         _kaged_store_bind_text (self, stmt, 9,
+                                 kaged_retry_class_to_string (kaged_message_get_retry_class (message)),
+                                 error) &&
+         _kaged_store_bind_int64_or_null (self, stmt, 10, kaged_message_get_retry_after_until (message),
+                                          error) &&
+         _kaged_store_step_done (self, stmt, error);
+}
+
+/**
+ * kaged_store_append_message:
+ * @message: a new message: session, role, content; for an agent message
+ *   also its run and status
+ *
+ * Stores @message after every other message of its session and sets its
+ * id (and its creation time, when it has none). Operator messages carry no
+ * run and no status; agent messages belong to a run of the same session.
+ * A new message is always current and never compacted.
+ */
+gboolean
+kaged_store_append_message (KagedStore    *self,
+                            KagedMessage  *message,
+                            GError       **error)
+{
+  KagedMessageRole role;
+  gint64 created_at;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (KAGED_IS_MESSAGE (message), FALSE);
+  g_return_val_if_fail (kaged_message_get_id (message) == 0, FALSE);
+
+  role = kaged_message_get_role (message);
+  if (role == KAGED_MESSAGE_ROLE_OPERATOR &&
+      (kaged_message_get_run_id (message) != 0 ||
+       kaged_message_get_status (message) != KAGED_MESSAGE_STATUS_NONE))
+    {
+      g_set_error_literal (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                           _("An operator message has no run and no status"));
+      return FALSE;
+    }
+  if (role == KAGED_MESSAGE_ROLE_AGENT && kaged_message_get_run_id (message) == 0)
+    {
+      g_set_error_literal (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                           _("An agent message belongs to a run"));
+      return FALSE;
+    }
+
+  created_at = kaged_message_get_created_at (message);
+  if (created_at == 0)
+    created_at = _kaged_store_now_ms (self);
+
+  if (!kaged_store_begin (self, error))
+    return FALSE;
+
+  if (!insert_message (self, message, created_at, error))
+    {
+      kaged_store_rollback (self);
+      return FALSE;
+    }
+
+  if (!kaged_store_commit (self, error))
+    return FALSE;
+
+  kaged_message_set_id (message, sqlite3_last_insert_rowid (self->db));
+  kaged_message_set_created_at (message, created_at);
+  kaged_message_set_superseded_by_run (message, 0);
+  kaged_message_set_compacted (message, FALSE);
+
+  return TRUE;
+}
+
+/**
+ * kaged_store_get_message:
+ *
+ * Returns: (transfer full): the message, superseded or not, or %NULL with
+ *   @error set
+ */
+KagedMessage *
+kaged_store_get_message (KagedStore  *self,
+                         gint64       message_id,
+                         GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_GET, error);
+  if (stmt == NULL || !_kaged_store_bind_int64 (self, stmt, 1, message_id, error))
+    return NULL;
+
+  return _kaged_store_fetch_one (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                 MISSING_MESSAGE, message_id, error);
+}
+
+/**
+ * kaged_store_update_message:
+ * @message: an agent or summary message read from or appended to the store
+ *
+ * Writes the content, status, error message and retry classification of
+ * @message. Operator messages never change: for them this fails with
+ * %KAGED_STORE_ERROR_IMMUTABLE.
+ */
+gboolean
+kaged_store_update_message (KagedStore    *self,
+                            KagedMessage  *message,
+                            GError       **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gint64 id;
+  KagedStoreMessageInfo info;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (KAGED_IS_MESSAGE (message), FALSE);
+
+  id = kaged_message_get_id (message);
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_UPDATE, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, id, error) ||
+      !_kaged_store_bind_text (self, stmt, 2, kaged_message_get_content (message) ?: "", error) ||
+      !_kaged_store_bind_text (self, stmt, 3, _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_STATUS,
+                                                                      kaged_message_get_status (message)), error) ||
+      !_kaged_store_bind_text (self, stmt, 4, kaged_message_get_error_message (message), error) ||
+      !_kaged_store_bind_int64 (self, stmt, 5, kaged_message_get_retryable (message), error) ||
+      !_kaged_store_bind_text (self, stmt, 6,
+                               kaged_retry_class_to_string (kaged_message_get_retry_class (message)),
+                               error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 7, kaged_message_get_retry_after_until (message),
+                                        error) ||
+      !_kaged_store_step_done (self, stmt, error))
+    return FALSE;
+
+  if (sqlite3_changes (self->db) > 0)
+    return TRUE;
+
+  /* Nothing changed: the message is missing or an operator's. */
+  if (!_kaged_store_get_message_info (self, id, &info, error))
+    return FALSE;
+
+  g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_IMMUTABLE,
+               _("Message %lld was written by the operator and cannot be changed"),
+               (long long) id);
+  return FALSE;
+}
+
+static GPtrArray *
+list_messages (KagedStore  *self,
+               StmtId       id,
+               gint64       session_id,
+               gint64       from_id,
+               guint        limit,
+               GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = _kaged_store_get_stmt (self, id, error);
+
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, from_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, limit > 0 ? (gint64)limit : -1, error))
+    return NULL;
+
+  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row, g_object_unref, error);
+}
+
+/**
+ * kaged_store_list_messages:
+ * @session_id: the session
+ * @include_superseded: whether to list superseded messages too
+ * @after_id: list messages after this one, or 0 to start at the beginning
+ * @limit: at most this many, or 0 for all
+ *
+ * Pages through a session's messages in the order they were written: pass
+ * the id of the last message of a page as @after_id for the next one.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages, or
+ *   %NULL with @error set
+ */
+GPtrArray *
+kaged_store_list_messages (KagedStore  *self,
+                           gint64       session_id,
+                           gboolean     include_superseded,
+                           gint64       after_id,
+                           guint        limit,
+                           GError     **error)
+{
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+  g_return_val_if_fail (after_id >= 0, NULL);
+
+  return list_messages (self,
+                        include_superseded ? STMT_MESSAGE_LIST_ALL_AFTER
+                                           : STMT_MESSAGE_LIST_CURRENT_AFTER,
+                        session_id, after_id, limit, error);
+}
+
+/**
+ * kaged_store_list_messages_before:
+ * @session_id: the session
+ * @include_superseded: whether to list superseded messages too
+ * @before_id: list messages before this one, or 0 to end with the latest
+ * @limit: at most this many, or 0 for all
+ *
+ * Pages backwards from the latest message: the page holds the @limit
+ * messages just before @before_id, still in the order they were written.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages, or
+ *   %NULL with @error set
+ */
+GPtrArray *
+kaged_store_list_messages_before (KagedStore  *self,
+                                  gint64       session_id,
+                                  gboolean     include_superseded,
+                                  gint64       before_id,
+                                  guint        limit,
+                                  GError     **error)
+{
+  GPtrArray *messages;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+  g_return_val_if_fail (before_id >= 0, NULL);
+
+  messages = list_messages (self,
+                            include_superseded ? STMT_MESSAGE_LIST_ALL_BEFORE
+                                               : STMT_MESSAGE_LIST_CURRENT_BEFORE,
+                            session_id, before_id > 0 ? before_id : G_MAXINT64, limit, error);
+
+  if (messages != NULL)
+    {
+      for (guint i = 0, j = messages->len; i + 1 < j; i++, j--)
+        {
+          gpointer tmp = messages->pdata[i];
+
+          messages->pdata[i] = messages->pdata[j - 1];
+          messages->pdata[j - 1] = tmp;
+        }
+    }
+
+  return messages;
+}
+
+gboolean
+kaged_store_count_messages (KagedStore  *self,
+                            gint64       session_id,
+                            gboolean     include_superseded,
+                            guint       *n_messages,
+                            GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gboolean has_row = FALSE;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (n_messages != NULL, FALSE);
+
+  stmt = _kaged_store_get_stmt (self, include_superseded ? STMT_MESSAGE_COUNT_ALL : STMT_MESSAGE_COUNT_CURRENT,
+                                error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  *n_messages = has_row ? (guint)sqlite3_column_int64 (stmt, 0) : 0;
+  return TRUE;
+}
+
+static int
+compare_ids (gconstpointer a,
+             gconstpointer b)
+{
+  gint64 x = *(const gint64 *)a;
+  gint64 y = *(const gint64 *)b;
+
+  return (x > y) - (x < y);
+}
+
+static gboolean
+supersede_after (KagedStore  *self,
+                 gint64       session_id,
+                 gint64       message_id,
+                 gint64       by_run_id,
+                 GArray      *ids,
+                 GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gboolean has_row = FALSE;
+  KagedStoreMessageInfo info;
+
+  if (!_kaged_store_get_message_info (self, message_id, &info, error))
+    return FALSE;
+
+  if (info.session_id != session_id)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                   _("Message %lld is not part of session %lld"),
+                   (long long) message_id, (long long) session_id);
+      return FALSE;
+    }
+
+  if (info.superseded)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                   _("Message %lld has already been superseded"),
+                   (long long) message_id);
+      return FALSE;
+    }
+
+  if (!check_run_in_session (self, by_run_id, session_id, error))
+    return FALSE;
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_SUPERSEDE, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, message_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, by_run_id, error))
+    return FALSE;
+
+  for (;;)
+    {
+      gint64 id;
+
+      if (!_kaged_store_step_row (self, stmt, &has_row, error))
+        return FALSE;
+      if (!has_row)
+        break;
+      id = sqlite3_column_int64 (stmt, 0);
+      g_array_append_val (ids, id);
+    }
+
+  g_array_sort (ids, compare_ids);
+  return TRUE;
+}
+
+/**
+ * kaged_store_supersede_after:
+ * @session_id: the session
+ * @message_id: a current message of the session
+ * @by_run_id: the run of the session that supersedes them
+ * @superseded_ids: (out) (optional) (transfer full) (element-type gint64):
+ *   the ids of the messages superseded, ascending
+ *
+ * Marks every current message after @message_id superseded by @by_run_id,
+ * in one transaction. Messages before it, @message_id itself and messages
+ * superseded earlier are left as they were; no message row is rewritten.
+ */
+gboolean
+kaged_store_supersede_after (KagedStore  *self,
+                             gint64       session_id,
+                             gint64       message_id,
+                             gint64       by_run_id,
+                             GArray     **superseded_ids,
+                             GError     **error)
+{
+  g_autoptr(GArray) ids = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (superseded_ids == NULL || *superseded_ids == NULL, FALSE);
+
+  ids = g_array_new (FALSE, FALSE, sizeof (gint64));
+
+  if (!kaged_store_begin (self, error))
+    return FALSE;
+
+  if (!supersede_after (self, session_id, message_id, by_run_id, ids, error))
+    {
+      kaged_store_rollback (self);
+      return FALSE;
+    }
+
+  if (!kaged_store_commit (self, error))
+    return FALSE;
+
+  if (superseded_ids != NULL)
+    *superseded_ids = g_steal_pointer (&ids);
+
+  return TRUE;
+}
+
+/**
+ * kaged_store_list_versions:
+ * @anchor_id: an operator message
+ *
+ * Returns: (transfer full) (element-type KagedMessage): every agent reply
+ *   written by a run anchored on @anchor_id, superseded ones included, in
+ *   the order they were written, or %NULL with @error set
+ */
+GPtrArray *
+kaged_store_list_versions (KagedStore  *self,
+                           gint64       anchor_id,
+                           GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_VERSIONS, error);
+  if (stmt == NULL || !_kaged_store_bind_int64 (self, stmt, 1, anchor_id, error))
+    return NULL;
+
+  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row, g_object_unref, error);
+}
+
+/**
+ * kaged_store_resolve_anchor:
+ * @message_id: an operator message, or a reply written by a run
+ *
+ * Resolves a message to the operator message a regeneration starts from:
+ * an operator message is its own anchor, a reply resolves to its run's.
+ *
+ * Returns: (transfer full): the operator message, or %NULL with @error set
+ */
+KagedMessage *
+kaged_store_resolve_anchor (KagedStore  *self,
+                            gint64       message_id,
+                            GError     **error)
+{
+  g_autoptr(KagedMessage) message = NULL;
+  g_autoptr(KagedRun) run = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  message = kaged_store_get_message (self, message_id, error);
+  if (message == NULL)
+    return NULL;
+
+  if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR)
+    return g_steal_pointer (&message);
+
+  if (kaged_message_get_run_id (message) == 0)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                   _("Message %lld was not written by a run"), (long long) message_id);
+      return NULL;
+    }
+
+  run = kaged_store_get_run (self, kaged_message_get_run_id (message), error);
+  if (run == NULL)
+    return NULL;
+
+  return kaged_store_get_message (self, kaged_run_get_anchor_id (run), error);
+}
+
+static gboolean
+mark_compacted (KagedStore    *self,
+                gint64         summary_id,
+                const gint64  *message_ids,
+                guint          n_message_ids,
+                GError       **error)
+{
+  KagedStoreMessageInfo summary;
+
+  if (!_kaged_store_get_message_info (self, summary_id, &summary, error))
+    return FALSE;
+
+  if (summary.role != KAGED_MESSAGE_ROLE_SUMMARY)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                   _("Message %lld is not a summary"), (long long) summary_id);
+      return FALSE;
+    }
+
+  for (guint i = 0; i < n_message_ids; i++)
+    {
+      g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+      KagedStoreMessageInfo info;
+
+      if (!_kaged_store_get_message_info (self, message_ids[i], &info, error))
+        return FALSE;
+
+      if (info.session_id != summary.session_id || message_ids[i] == summary_id)
+        {
+          g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_INVALID,
+                       _("Message %lld cannot be compacted into summary %lld"),
+                       (long long) message_ids[i], (long long) summary_id);
+          return FALSE;
+        }
+
+      stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_COMPACT, error);
+      if (stmt == NULL ||
+          !_kaged_store_bind_int64 (self, stmt, 1, message_ids[i], error) ||
+          !_kaged_store_bind_int64 (self, stmt, 2, summary_id, error) ||
+          !_kaged_store_step_done (self, stmt, error))
+        return FALSE;
+    }
+
+  return TRUE;
+}
+
+/**
+ * kaged_store_mark_compacted:
+ * @summary_id: the summary message that replaces them in the context
+ * @message_ids: (array length=n_message_ids): messages of the same session
+ * @n_message_ids: how many
+ *
+ * Records that the messages were compacted into @summary_id. The messages
+ * themselves are kept unchanged.
+ */
+gboolean
+kaged_store_mark_compacted (KagedStore    *self,
+                            gint64         summary_id,
+                            const gint64  *message_ids,
+                            guint          n_message_ids,
+                            GError       **error)
+{
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (message_ids != NULL || n_message_ids == 0, FALSE);
+
+  if (!kaged_store_begin (self, error))
+    return FALSE;
+
+  if (!mark_compacted (self, summary_id, message_ids, n_message_ids, error))
+    {
+      kaged_store_rollback (self);
+      return FALSE;
+    }
+
+  return kaged_store_commit (self, error);
+}

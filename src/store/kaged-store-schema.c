@@ -133,7 +133,8 @@ static const char schema_v2[] =
   /* Spend limits sum the usage of the runs finished in a period. */
   "CREATE INDEX runs_by_finish ON runs (finished_at) WHERE finished_at IS NOT NULL;\n";
 
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 2);
+/* Version 3: the search index, in kaged-store-search.c. */
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 3);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -256,6 +257,11 @@ _kaged_store_migrate (KagedStore  *self,
 
     case 1:
       if (!migrate_step (self, 2, schema_v2, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 2:
+      if (!migrate_step (self, 3, _kaged_store_schema_v3, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

@@ -480,9 +480,8 @@ main (int   argc,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedStore) store = NULL;
-  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedCore) core = NULL;
   g_autoptr(KagedKeyring) keyring = NULL;
-  g_autoptr(KagedResolver) resolver = NULL;
   g_autoptr(KagedProfile) profile = NULL;
   g_autoptr(KagedApiServer) api = NULL;
   g_autofree char *db_path = NULL;
@@ -529,17 +528,19 @@ main (int   argc,
   g_assert_no_error (error);
 
   keyring = kaged_memory_keyring_new ();
-  resolver = kaged_resolver_new (kaged_http_get_default_session (), keyring);
   profile = kaged_profile_new ("bench", KAGED_PROVIDER_KIND_OPENAI, provider.url, "bench");
 
-  manager = kaged_session_manager_new (store, NULL);
-  kaged_session_manager_set_model (manager, resolver, profile);
-  g_signal_connect (manager, "run-changed", G_CALLBACK (run_changed_cb), &bench);
+  core = kaged_core_new (store, keyring, NULL, NULL, KAGED_CORE_FLAGS_NONE);
+  kaged_core_set_profile (core, profile);
+  kaged_core_start (core);
+  g_signal_connect (kaged_core_get_manager (core), "run-changed",
+                    G_CALLBACK (run_changed_cb), &bench);
 
-  api = kaged_api_server_new (manager, bench.token);
+  api = kaged_api_server_new (core, bench.token);
   kaged_api_server_listen (api, 0, &error);
   g_assert_no_error (error);
   bench.port = kaged_api_server_get_port (api);
+  kaged_core_set_server (core, KAGED_CORE_SERVER (api));
 
   bench.latencies = g_array_sized_new (FALSE, FALSE, sizeof (double), N_REQUESTS);
   thread = g_thread_new ("api-clients", client_thread, &bench);
@@ -580,13 +581,12 @@ main (int   argc,
            bench.n_finished, N_REQUESTS, bench.n_succeeded,
            (g_get_monotonic_time () - bench.started) / (double)G_USEC_PER_SEC);
 
-  kaged_session_manager_shutdown (manager);
-  kaged_api_server_stop (api);
+  kaged_core_shutdown (core);
   for (guint i = 0; i < 100 && g_main_context_iteration (NULL, FALSE); i++)
     ;
 
   g_clear_object (&api);
-  g_clear_object (&manager);
+  g_clear_object (&core);
   g_clear_object (&store);
 
   g_main_context_invoke (provider.context, quit_loop_cb, provider.loop);

@@ -45,6 +45,7 @@ typedef struct
   char             *name;       /* of the event being read */
   GString          *data;
   guint             n_comments;
+  guint             wanted_comments;
   guint             ended : 1;
 } EventClient;
 
@@ -66,8 +67,7 @@ typedef struct
   gboolean         exited;
 
   /* In-process server tests */
-  KagedStore          *store;
-  KagedSessionManager *manager;
+  KagedCore           *core;
   KagedApiServer      *server;
 
   SoupSession     *http;
@@ -115,16 +115,6 @@ wait_until (Predicate predicate,
 
   g_assert_false (timed_out);
   g_source_remove (id);
-}
-
-static void
-spin_ms (guint ms)
-{
-  gboolean timed_out = FALSE;
-
-  g_timeout_add (ms, timeout_cb, &timed_out);
-  while (!timed_out)
-    g_main_context_iteration (NULL, TRUE);
 }
 
 static void
@@ -240,16 +230,13 @@ fixture_tear_down (Fixture       *fixture,
 {
   fixture_stop (fixture);
 
-  if (fixture->manager != NULL)
-    kaged_session_manager_shutdown (fixture->manager);
+  if (fixture->core != NULL)
+    kaged_core_shutdown (fixture->core);
   g_clear_object (&fixture->server);
-  g_clear_object (&fixture->manager);
-  g_clear_object (&fixture->store);
+  g_clear_object (&fixture->core);
 
   /* Let connections and cancelled calls wind down: the fake provider's
    * answers end at their next write once their client is gone. */
-  for (guint i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
   wait_until (fake_idle, fixture);
 
   g_clear_object (&fixture->http);
@@ -1854,21 +1841,19 @@ fixture_serve_in_process (Fixture *fixture)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
-  g_autoptr(KagedResolver) resolver = NULL;
   g_autoptr(KagedProfile) profile = NULL;
   g_autofree char *db_path = g_build_filename (fixture->data_dir, "kaged.db", NULL);
 
-  fixture->store = kaged_store_open (db_path, &error);
+  fixture->core = kaged_core_open (db_path, keyring, KAGED_CORE_FLAGS_NONE, &error);
   g_assert_no_error (error);
-  fixture->manager = kaged_session_manager_new (fixture->store, NULL);
 
-  resolver = kaged_resolver_new (kaged_http_get_default_session (), keyring);
   profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, fixture->fake_url, "test");
-  kaged_session_manager_set_model (fixture->manager, resolver, profile);
+  kaged_core_set_profile (fixture->core, profile);
+  kaged_core_start (fixture->core);
 
   fixture->token = kaged_api_token_generate (&error);
   g_assert_no_error (error);
-  fixture->server = kaged_api_server_new (fixture->manager, fixture->token);
+  fixture->server = kaged_api_server_new (fixture->core, fixture->token);
 }
 
 static void
@@ -1942,7 +1927,7 @@ test_listen_loopback_only (Fixture       *fixture,
 
   /* The port is taken: a second server on it fails cleanly. */
   {
-    g_autoptr(KagedApiServer) second = kaged_api_server_new (fixture->manager, fixture->token);
+    g_autoptr(KagedApiServer) second = kaged_api_server_new (fixture->core, fixture->token);
 
     g_assert_false (kaged_api_server_listen (second, fixture->port, &error));
     g_assert_nonnull (error);
@@ -1950,6 +1935,14 @@ test_listen_loopback_only (Fixture       *fixture,
   }
 
   create_session (fixture, "Loopback");
+}
+
+static gboolean
+has_comments (gpointer data)
+{
+  EventClient *client = data;
+
+  return client->n_comments >= client->wanted_comments;
 }
 
 static gboolean
@@ -1982,8 +1975,8 @@ test_event_stream_keepalive_and_cleanup (Fixture       *fixture,
 
   /* Keep-alive comments arrive while nothing happens. */
   comments = client->n_comments;
-  spin_ms (200);
-  g_assert_cmpuint (client->n_comments, >=, comments + 2);
+  client->wanted_comments = comments + 2;
+  wait_until (has_comments, client);
   g_assert_cmpuint (client->events->len, ==, 0);
 
   /* The body limit is the server's to set. */

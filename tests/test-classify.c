@@ -366,6 +366,77 @@ test_reset_only_when_exhausted (void)
   g_assert_cmpstr (kaged_provider_error_get_wait_source (server_500), ==, "retry-after-ms");
 }
 
+/* "[[[…]]]" @depth levels deep around @inner, as an error body's "detail". */
+static char *
+nested_body (const char *type,
+             guint       depth)
+{
+  GString *body = g_string_new (NULL);
+
+  g_string_append_printf (body, "{\"error\":{\"type\":\"%s\",\"message\":\"Deep\",\"detail\":", type);
+  /* The error object and its root are two levels already. */
+  for (guint i = 2; i < depth; i++)
+    g_string_append_c (body, '[');
+  for (guint i = 2; i < depth; i++)
+    g_string_append_c (body, ']');
+  g_string_append (body, "}}");
+
+  return g_string_free (body, FALSE);
+}
+
+/* JSON nested too deep for json-glib's recursive parser is refused before
+ * it is parsed: any provider or proxy could otherwise crash Kaged. */
+static void
+test_deep_body (void)
+{
+  g_autofree char *bounded = nested_body ("overloaded_error", 512);
+  g_autofree char *too_deep = nested_body ("overloaded_error", 513);
+  g_autofree char *crashing = nested_body ("overloaded_error", 200000);
+  g_autoptr(GString) unbalanced = g_string_new ("{\"error\":");
+  g_autoptr(GError) e1 = NULL;
+  g_autoptr(GError) e2 = NULL;
+  g_autoptr(GError) e3 = NULL;
+  g_autoptr(GError) e4 = NULL;
+  g_autoptr(GError) e5 = NULL;
+
+  for (guint i = 0; i < 200000; i++)
+    g_string_append (unbalanced, "{\"a\":");
+
+  e1 = classify (500, NULL, bounded);
+  g_assert_error (e1, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpstr (kaged_provider_error_get_provider_message (e1), ==, "Deep");
+
+  e2 = classify (500, NULL, too_deep);
+  g_assert_error (e2, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_assert_cmpuint (kaged_provider_error_get_http_status (e2), ==, 500);
+  g_assert_false (kaged_provider_error_get_retryable (e2));
+
+  e3 = classify (429, NULL, crashing);
+  g_assert_error (e3, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+
+  e4 = classify (503, NULL, unbalanced->str);
+  g_assert_error (e4, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+
+  /* A 2xx body that is no stream goes the same way. */
+  e5 = classify (200, NULL, crashing);
+  g_assert_error (e5, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+}
+
+/* A body of only white space is no JSON and no message. */
+static void
+test_blank_body (void)
+{
+  static const char * const bodies[] = { " ", "\n", " \r\n\t ", "\n\n\n" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bodies); i++)
+    {
+      g_autoptr(GError) error = classify (503, NULL, bodies[i]);
+
+      g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_OVERLOADED);
+      g_assert_null (kaged_provider_error_get_provider_message (error));
+    }
+}
+
 static void
 test_go_durations (void)
 {
@@ -570,6 +641,8 @@ main (int   argc,
   g_test_add_func ("/classify/server-wait-order", test_server_wait_order);
   g_test_add_func ("/classify/reset-families", test_reset_families);
   g_test_add_func ("/classify/reset-only-when-exhausted", test_reset_only_when_exhausted);
+  g_test_add_func ("/classify/deep-body", test_deep_body);
+  g_test_add_func ("/classify/blank-body", test_blank_body);
   g_test_add_func ("/classify/go-durations", test_go_durations);
   g_test_add_func ("/classify/message-reset", test_message_reset);
   g_test_add_func ("/classify/quota-scheduled", test_quota_scheduled);

@@ -93,7 +93,10 @@ test_random_splits (void)
 
       while (at < len)
         {
-          gsize piece = MIN ((gsize)g_rand_int_range (rand, 0, 50), len - at);
+          gsize piece = g_rand_int_range (rand, 0, 50);
+
+          /* One draw: MIN() would evaluate its arguments twice. */
+          piece = MIN (piece, len - at);
 
           g_assert_true (kaged_ndjson_parser_feed (parser, input + at, piece, NULL));
           at += piece;
@@ -258,6 +261,84 @@ test_split_character (void)
   reply_clear (&reply);
 }
 
+/* A line nested deeper than json-glib's recursion can take is refused
+ * before it is parsed. */
+static void
+test_deep_line (void)
+{
+  g_autoptr(GString) input = g_string_new ("{\"message\":{\"content\":\"Partial\"},\"done\":false}\n");
+  g_autoptr(GError) error = NULL;
+  gboolean done = FALSE;
+  Reply reply;
+  g_autoptr(KagedChat) chat = NULL;
+
+  g_string_append (input, "{\"message\":");
+  for (guint i = 0; i < 200000; i++)
+    g_string_append_c (input, '[');
+  g_string_append_c (input, '\n');
+
+  chat = decode (input->str, input->len, 4096, &reply, &done, &error);
+  g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_assert_false (done);
+  g_assert_cmpstr (reply.text->str, ==, "Partial");
+  reply_clear (&reply);
+}
+
+/* Every byte of a line reaches the callback, a NUL among them, whether the
+ * line ends with its LF or with the stream. */
+static void
+test_embedded_nul (void)
+{
+  static const char input[] = "{\"a\":\"x\0y\"}\n{\"b\":\"p\0q\"}";
+  gsize len = sizeof input - 1;
+
+  for (gsize piece = 1; piece <= len; piece++)
+    {
+      GString *out = g_string_new (NULL);
+      g_autoptr(KagedNdjsonParser) parser = kaged_ndjson_parser_new (record_line, out);
+      g_autoptr(GError) error = NULL;
+      static const char expected[] = "{\"a\":\"x\0y\"}|{\"b\":\"p\0q\"}|";
+
+      for (gsize i = 0; i < len; i += piece)
+        g_assert_true (kaged_ndjson_parser_feed (parser, input + i, MIN (piece, len - i), &error));
+      g_assert_true (kaged_ndjson_parser_finish (parser, &error));
+      g_assert_no_error (error);
+
+      g_assert_cmpmem (out->str, out->len, expected, sizeof expected - 1);
+      g_string_free (out, TRUE);
+    }
+}
+
+static gboolean
+count_line (const char  *line,
+            gsize        len,
+            gpointer     user_data,
+            GError     **error)
+{
+  guint *count = user_data;
+
+  (*count)++;
+  return TRUE;
+}
+
+/* Feeding nothing, from no buffer, is allowed and changes nothing. */
+static void
+test_feed_nothing (void)
+{
+  guint count = 0;
+  g_autoptr(KagedNdjsonParser) parser = kaged_ndjson_parser_new (count_line, &count);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (kaged_ndjson_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_ndjson_parser_feed (parser, "{\"a\"", 5, &error));
+  g_assert_true (kaged_ndjson_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_ndjson_parser_feed (parser, ":1}\n", 4, &error));
+  g_assert_true (kaged_ndjson_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_ndjson_parser_finish (parser, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count, ==, 1);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -270,6 +351,9 @@ main (int   argc,
   g_test_add_func ("/ndjson/ollama-fixture", test_ollama_fixture);
   g_test_add_func ("/ndjson/ollama-error-line", test_ollama_error_line);
   g_test_add_func ("/ndjson/split-character", test_split_character);
+  g_test_add_func ("/ndjson/deep-line", test_deep_line);
+  g_test_add_func ("/ndjson/embedded-nul", test_embedded_nul);
+  g_test_add_func ("/ndjson/feed-nothing", test_feed_nothing);
 
   return g_test_run ();
 }

@@ -220,11 +220,13 @@ test_countdown (Fixture       *f,
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 30 s");
   g_assert_cmpuint (n_changes, ==, 10);
 
-  /* The retry starts: the banner goes. */
+  /* The retry starts: the banner says so, and Retry Now is done with. */
   advance (f, 30000);
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
   g_assert_cmpint (f->dispatcher->last_anchor_id, ==, ANCHOR_ID);
-  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
+  g_assert_false (gtk_widget_is_sensitive (button (f, "retry-now")));
 }
 
 static void
@@ -275,7 +277,8 @@ test_waiting_for_network (Fixture       *f,
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
   iterate ();
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
-  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
 }
 
 static void
@@ -294,7 +297,7 @@ test_retry_now_button (Fixture       *f,
 
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 2);
   g_assert_cmpint (kaged_clock_get_wall_ms (f->clock), ==, START_WALL_MS + 2000);
-  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
   g_assert_false (gtk_widget_is_sensitive (button (f, "retry-now")));
 }
 
@@ -318,6 +321,52 @@ test_cancel_button (Fixture       *f,
 
   advance (f, 600000);
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+}
+
+/* Once the retry has gone out, the banner stays until the retried run
+ * resolves, and its Cancel cancels that run. */
+static void
+test_cancel_while_retrying (Fixture       *f,
+                            gconstpointer  data)
+{
+  gint64 retry_run_id;
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+  advance (f, 2000);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (f->scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_WATCHING);
+  retry_run_id = kaged_retry_scheduler_get_run_id (f->scheduler);
+
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
+  g_assert_false (gtk_widget_is_sensitive (button (f, "retry-now")));
+  g_assert_true (gtk_widget_is_sensitive (button (f, "cancel")));
+
+  click (f, "cancel");
+  g_assert_cmpuint (f->dispatcher->n_cancel, ==, 1);
+  g_assert_cmpint (f->dispatcher->last_cancelled_run_id, ==, retry_run_id);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (f->scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
+  g_assert_false (kaged_retry_banner_get_revealed (f->banner));
+}
+
+/* The retried run ends with a reply: the banner goes. */
+static void
+test_hidden_when_retry_succeeds (Fixture       *f,
+                                 gconstpointer  data)
+{
+  g_autoptr(KagedRun) run = kaged_run_new ();
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+  advance (f, 2000);
+  g_assert_true (kaged_retry_banner_get_revealed (f->banner));
+
+  kaged_run_set_id (run, kaged_retry_scheduler_get_run_id (f->scheduler));
+  kaged_run_set_session_id (run, SESSION_ID);
+  kaged_run_set_anchor_id (run, ANCHOR_ID);
+  kaged_run_set_status (run, KAGED_RUN_STATUS_SUCCEEDED);
+  kaged_retry_scheduler_run_finished (f->scheduler, run);
   g_assert_false (kaged_retry_banner_get_revealed (f->banner));
 }
 
@@ -436,6 +485,8 @@ main (int   argc,
   ADD ("cancel-button", test_cancel_button);
   ADD ("accessible", test_accessible);
   ADD ("rebind", test_rebind);
+  ADD ("cancel-while-retrying", test_cancel_while_retrying);
+  ADD ("hidden-when-retry-succeeds", test_hidden_when_retry_succeeds);
   ADD ("narrow", test_narrow);
 
 #undef ADD

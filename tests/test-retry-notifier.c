@@ -367,12 +367,16 @@ test_scheduled_then_reply_ready (Fixture       *fixture,
   /* Fifty minutes later the retry goes out and the reply comes. */
   wait_retry_done (fixture, scheduler);
 
-  wait_events (fixture, 3);
+  /* It went out (the notice says so), came back and was withdrawn. */
+  wait_events (fixture, 4);
   event = g_ptr_array_index (fixture->events, 1);
+  g_assert_cmpstr (event->id, ==, id);
+  g_assert_nonnull (event->notification);
+  event = g_ptr_array_index (fixture->events, 2);
   g_assert_cmpstr (event->id, ==, id);
   g_assert_null (event->notification);
 
-  event = g_ptr_array_index (fixture->events, 2);
+  event = g_ptr_array_index (fixture->events, 3);
   g_assert_cmpstr (event->id, ==, result_id);
   g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
   g_assert_nonnull (strstr (title, "Reply ready"));
@@ -405,11 +409,12 @@ test_scheduled_then_gave_up (Fixture       *fixture,
 
   wait_retry_done (fixture, scheduler);
 
-  /* The scheduled notice is withdrawn, and nobody is looking: say it gave up, and why. */
-  wait_events (fixture, 3);
-  event = g_ptr_array_index (fixture->events, 1);
-  g_assert_null (event->notification);
+  /* The notice of the retry is withdrawn, and nobody is looking: say it
+   * gave up, and why. */
+  wait_events (fixture, 4);
   event = g_ptr_array_index (fixture->events, 2);
+  g_assert_null (event->notification);
+  event = g_ptr_array_index (fixture->events, 3);
   g_assert_cmpstr (event->id, ==, result_id);
   g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
   g_assert_true (g_variant_lookup (event->notification, "body", "&s", &body));
@@ -417,6 +422,64 @@ test_scheduled_then_gave_up (Fixture       *fixture,
   g_assert_nonnull (strstr (body, "401"));
   /* Only a way back to the conversation: nothing left to retry. */
   g_assert_null (g_variant_lookup_value (event->notification, "buttons", NULL));
+}
+
+/*
+ * The scheduled retry goes out and its run is under way: the notification
+ * stays, now offering only to cancel, and cancelling from it cancels the
+ * run, recorded cancelled; then it is withdrawn.
+ */
+static void
+test_retrying_offers_cancel (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  g_autofree char *id = kaged_retry_notifier_dup_id (session_id);
+  g_autoptr(GVariant) buttons = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  KagedRetryScheduler *scheduler;
+  gint64 retry_run_id;
+  Event *event;
+
+  /* Rate limited for 50 minutes; the retry's answer then never comes. */
+  kaged_fake_server_set_scenario (fixture->server,
+    "[{\"status\": 429, \"headers\": {\"retry-after\": \"3000\"}, "
+    "  \"body\": {\"error\": {\"message\": \"Rate limit reached\", \"type\": \"requests\", "
+    "  \"code\": \"rate_limit_exceeded\"}}},"
+    " {\"hang\": true}]", &error);
+  g_assert_no_error (error);
+
+  scheduler = post_and_wait_scheduled (fixture);
+  wait_events (fixture, 1);
+
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
+  for (guint i = 0; i < 5000 &&
+       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_WATCHING; i++)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
+                   KAGED_RETRY_SCHEDULER_STATE_WATCHING);
+  retry_run_id = kaged_retry_scheduler_get_run_id (scheduler);
+
+  wait_events (fixture, 2);
+  event = g_ptr_array_index (fixture->events, fixture->events->len - 1);
+  g_assert_cmpstr (event->id, ==, id);
+  g_assert_nonnull (event->notification);
+  buttons = g_variant_lookup_value (event->notification, "buttons", G_VARIANT_TYPE ("aa{sv}"));
+  g_assert_nonnull (buttons);
+  g_assert_cmpuint (g_variant_n_children (buttons), ==, 1);
+  assert_button (buttons, 0, "Cancel Retry", "app.cancel-retry", session_id);
+
+  /* What app.cancel-retry does. */
+  g_assert_true (kaged_retry_scheduler_cancel (scheduler));
+  run = kaged_session_manager_get_run (fixture->manager, session_id, retry_run_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_CANCELLED);
+
+  wait_events (fixture, 3);
+  event = g_ptr_array_index (fixture->events, fixture->events->len - 1);
+  g_assert_cmpstr (event->id, ==, id);
+  g_assert_null (event->notification);
 }
 
 /* "Reply ready" is for someone who is not looking: with a Kaged window in
@@ -447,24 +510,25 @@ test_result_only_unfocused (Fixture       *fixture,
     g_main_context_iteration (NULL, TRUE);
   g_assert_true (gtk_window_is_active (fixture->window));
 
-  /* In front: scheduled, then withdrawn, and nothing more. */
+  /* In front: scheduled, retrying, then withdrawn, and nothing more. */
   scheduler = post_and_wait_scheduled (fixture);
   wait_events (fixture, 1);
   g_assert_nonnull (((Event *)g_ptr_array_index (fixture->events, 0))->notification);
   wait_retry_done (fixture, scheduler);
-  wait_events (fixture, 2);
-  g_assert_null (((Event *)g_ptr_array_index (fixture->events, 1))->notification);
-  for (guint i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
-  g_assert_cmpuint (fixture->events->len, ==, 2);
+  wait_events (fixture, 3);
+  g_assert_nonnull (((Event *)g_ptr_array_index (fixture->events, 1))->notification);
+  g_assert_null (((Event *)g_ptr_array_index (fixture->events, 2))->notification);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  g_assert_cmpuint (fixture->events->len, ==, 3);
 
   /* Put away: the next reply is announced. */
   gtk_widget_set_visible (GTK_WIDGET (fixture->window), FALSE);
   scheduler = post_and_wait_scheduled (fixture);
-  wait_events (fixture, 3);
+  wait_events (fixture, 4);
   wait_retry_done (fixture, scheduler);
-  wait_events (fixture, 5);
-  event = g_ptr_array_index (fixture->events, 4);
+  wait_events (fixture, 7);
+  event = g_ptr_array_index (fixture->events, 6);
   g_assert_cmpstr (event->id, ==, result_id);
   g_assert_true (g_variant_lookup (event->notification, "title", "&s", &title));
   g_assert_nonnull (strstr (title, "Reply ready"));
@@ -490,6 +554,8 @@ main (int   argc,
               fixture_set_up, test_scheduled_then_cancelled, fixture_tear_down);
   g_test_add ("/retry-notifier/scheduled-then-reply-ready", Fixture, NULL,
               fixture_set_up, test_scheduled_then_reply_ready, fixture_tear_down);
+  g_test_add ("/retry-notifier/retrying-offers-cancel", Fixture, NULL,
+              fixture_set_up, test_retrying_offers_cancel, fixture_tear_down);
   g_test_add ("/retry-notifier/scheduled-then-gave-up", Fixture, NULL,
               fixture_set_up, test_scheduled_then_gave_up, fixture_tear_down);
   if (have_display)

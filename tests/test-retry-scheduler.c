@@ -452,6 +452,52 @@ test_retry_after_countdown (Fixture       *f,
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_WATCHING);
 }
 
+/* Exactly 300 s away is still a countdown; a millisecond more is the
+ * scheduled state, its time shown and its countdown paused. */
+static void
+test_boundary_300s (Fixture       *f,
+                    gconstpointer  data)
+{
+  RunSpec at = {
+    5, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_RATE_LIMITED, TRUE,
+    START_WALL_MS + 300000, 429, "retry-after", 300000,
+  };
+  RunSpec beyond = {
+    6, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_RATE_LIMITED, TRUE,
+    START_WALL_MS + 300001, 429, "retry-after", 300001,
+  };
+  g_autoptr(KagedRun) run_at = make_run (&at);
+  g_autoptr(KagedRun) run_beyond = make_run (&beyond);
+
+  kaged_retry_scheduler_run_finished (f->scheduler, run_at);
+  assert_state (f, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (f->scheduler), ==, 300);
+  g_assert_cmpint (kaged_retry_scheduler_get_next_eligible_time (f->scheduler), ==,
+                   START_WALL_MS + 300000);
+
+  kaged_retry_scheduler_run_finished (f->scheduler, run_beyond);
+  assert_state (f, KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
+  g_assert_cmpint (kaged_retry_scheduler_get_next_eligible_time (f->scheduler), ==,
+                   START_WALL_MS + 300001);
+  advance (f, 1000);
+  assert_state (f, KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
+  advance (f, 299001);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
+
+  /* The backoff alone reaches its 300 s cap at attempt 9 and counts down. */
+  g_assert_cmpint (kaged_retry_scheduler_delay_for_attempt (9), ==, 300000);
+  fail_run (f, kaged_retry_scheduler_get_run_id (f->scheduler), KAGED_RETRY_CLASS_OVERLOADED);
+  for (guint k = 3; k <= 9; k++)
+    {
+      advance (f, kaged_retry_scheduler_delay_for_attempt (k - 1));
+      fail_run (f, kaged_retry_scheduler_get_run_id (f->scheduler), KAGED_RETRY_CLASS_OVERLOADED);
+    }
+  g_assert_cmpuint (kaged_retry_scheduler_get_attempt (f->scheduler), ==, 9);
+  assert_state (f, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+  g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (f->scheduler), ==, 300);
+}
+
 /* A wait that is not whole seconds: the display changes when the whole
  * seconds left change. */
 static void
@@ -1639,6 +1685,7 @@ main (int   argc,
   ADD ("consecutive-delays", test_consecutive_delays);
   ADD ("arming-matrix", test_arming_matrix);
   ADD ("retry-after-countdown", test_retry_after_countdown);
+  ADD ("boundary-300s", test_boundary_300s);
   ADD ("countdown-fraction", test_countdown_fraction);
   ADD ("reason-texts", test_reason_texts);
   ADD ("scheduled", test_scheduled);

@@ -2,8 +2,10 @@
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  *
- * What runs behind the window: the model follows the preferences, the
- * local HTTP API follows its switch, and the retry actions are there.
+ * What runs behind the window: one KagedCore, tied to the desktop by a
+ * KagedDesktop. The model follows the preferences (unless the command line
+ * gives a provider for this run), the local HTTP API follows its switch,
+ * and the retry actions are there.
  */
 
 #include "config.h"
@@ -12,7 +14,7 @@
 #include <libsoup/soup.h>
 
 #include "kaged-fake-server.h"
-#include "kaged-services.h"
+#include "kaged-desktop.h"
 
 typedef struct
 {
@@ -20,10 +22,20 @@ typedef struct
   GSettings       *settings;
   KagedStore      *store;
   GApplication    *application;
-  KagedServices   *services;
+  KagedCore       *core;
+  KagedDesktop    *desktop;
   KagedFakeServer *server;
   char            *url;
 } Fixture;
+
+static void
+fixture_start (Fixture            *fixture,
+               const KagedOptions *options)
+{
+  fixture->desktop = kaged_desktop_new (fixture->application, fixture->settings, fixture->core,
+                                        options);
+  kaged_core_start (fixture->core);
+}
 
 static void
 fixture_set_up (Fixture       *fixture,
@@ -50,7 +62,9 @@ fixture_set_up (Fixture       *fixture,
 
   fixture->application = g_application_new ("io.github.kaged.Kaged.ServicesTest",
                                             G_APPLICATION_NON_UNIQUE);
-  fixture->services = kaged_services_new (fixture->application, fixture->settings, fixture->store);
+  fixture->core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_AUTO_RETRY);
+  if (data == NULL)
+    fixture_start (fixture, NULL);
 }
 
 static void
@@ -60,8 +74,9 @@ fixture_tear_down (Fixture       *fixture,
   g_autoptr(GDir) dir = NULL;
   const char *name;
 
-  kaged_services_shutdown (fixture->services);
-  g_clear_object (&fixture->services);
+  kaged_core_shutdown (fixture->core);
+  g_clear_object (&fixture->desktop);
+  g_clear_object (&fixture->core);
   g_clear_object (&fixture->application);
   g_clear_object (&fixture->store);
   g_clear_object (&fixture->server);
@@ -144,7 +159,7 @@ test_actions (Fixture       *fixture,
   g_action_activate (lookup (fixture, "cancel-retry"), g_variant_new_int64 (42));
   g_action_activate (lookup (fixture, "retry-now"), g_variant_new_int64 (42));
 
-  kaged_services_shutdown (fixture->services);
+  kaged_desktop_shutdown (fixture->desktop);
   g_assert_null (lookup (fixture, "retry-now"));
 }
 
@@ -158,14 +173,14 @@ test_api_follows_preference (Fixture       *fixture,
   g_autofree char *sessions_url = NULL;
   g_autofree char *url = NULL;
 
-  g_assert_null (kaged_services_get_api_url (fixture->services));
+  g_assert_null (kaged_core_get_api_url (fixture->core));
 
   g_settings_set_boolean (fixture->settings, "api-enabled", TRUE);
-  g_assert_null (kaged_services_get_api_error (fixture->services));
-  g_assert_nonnull (kaged_services_get_api_url (fixture->services));
-  g_assert_true (g_str_has_prefix (kaged_services_get_api_url (fixture->services),
+  g_assert_null (kaged_core_get_api_error (fixture->core));
+  g_assert_nonnull (kaged_core_get_api_url (fixture->core));
+  g_assert_true (g_str_has_prefix (kaged_core_get_api_url (fixture->core),
                                    "http://127.0.0.1:"));
-  url = g_strdup (kaged_services_get_api_url (fixture->services));
+  url = g_strdup (kaged_core_get_api_url (fixture->core));
 
   g_assert_true (g_file_get_contents (token_path, &token, NULL, NULL));
   g_strstrip (token);
@@ -175,7 +190,7 @@ test_api_follows_preference (Fixture       *fixture,
 
   /* Switched off, nothing answers any more. */
   g_settings_set_boolean (fixture->settings, "api-enabled", FALSE);
-  g_assert_null (kaged_services_get_api_url (fixture->services));
+  g_assert_null (kaged_core_get_api_url (fixture->core));
   g_assert_cmpuint (get_status (sessions_url, token), ==, 0);
 }
 
@@ -208,7 +223,7 @@ static void
 test_spend_limit_follows_preferences (Fixture       *fixture,
                                       gconstpointer  data)
 {
-  KagedSessionManager *manager = kaged_services_get_manager (fixture->services);
+  KagedSessionManager *manager = kaged_core_get_manager (fixture->core);
   g_autoptr(KagedSession) session = NULL;
   g_autoptr(KagedRun) first = NULL;
   g_autoptr(KagedRun) second = NULL;
@@ -244,7 +259,7 @@ static void
 test_model_follows_preferences (Fixture       *fixture,
                                 gconstpointer  data)
 {
-  KagedSessionManager *manager = kaged_services_get_manager (fixture->services);
+  KagedSessionManager *manager = kaged_core_get_manager (fixture->core);
   g_autoptr(KagedSession) session = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(GError) error = NULL;
@@ -274,6 +289,48 @@ test_model_follows_preferences (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/chat/completions"), ==, 1);
 }
 
+/* `kaged --provider-kind --provider-url --model`: a provider for this run,
+ * laid over the preferences and never saved to them. */
+static void
+test_provider_for_this_run (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_auto(KagedOptions) options = { .api_port = -1 };
+  KagedSessionManager *manager = kaged_core_get_manager (fixture->core);
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedRun) first = NULL;
+  g_autoptr(KagedRun) second = NULL;
+  g_autoptr(GError) error = NULL;
+
+  options.provider_kind = g_strdup ("openai");
+  options.provider_url = g_strdup (fixture->url);
+  options.model = g_strdup ("for-this-run");
+  fixture_start (fixture, &options);
+
+  g_assert_cmpstr (kaged_profile_get_base_url (kaged_core_get_profile (fixture->core)), ==,
+                   fixture->url);
+  g_assert_cmpstr (kaged_profile_get_model (kaged_core_get_profile (fixture->core)), ==,
+                   "for-this-run");
+
+  session = kaged_session_manager_create_session (manager, "This run", &error);
+  g_assert_no_error (error);
+  first = post_and_wait (manager, kaged_session_get_id (session), "Hello");
+  g_assert_cmpint (kaged_run_get_status (first), ==, KAGED_RUN_STATUS_SUCCEEDED);
+
+  /* Nothing of it reached the preferences. */
+  g_assert_null (g_settings_get_user_value (fixture->settings, "provider-kind"));
+  g_assert_null (g_settings_get_user_value (fixture->settings, "provider-base-url"));
+  g_assert_null (g_settings_get_user_value (fixture->settings, "provider-model"));
+
+  /* A change in the preferences does not take it away for this run. */
+  g_settings_set_string (fixture->settings, "provider-base-url", "http://127.0.0.1:9/v1");
+  g_assert_cmpstr (kaged_profile_get_base_url (kaged_core_get_profile (fixture->core)), ==,
+                   fixture->url);
+  second = post_and_wait (manager, kaged_session_get_id (session), "Again");
+  g_assert_cmpint (kaged_run_get_status (second), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/chat/completions"), ==, 2);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -293,6 +350,8 @@ main (int   argc,
               fixture_set_up, test_model_follows_preferences, fixture_tear_down);
   g_test_add ("/services/spend-limit-follows-preferences", Fixture, NULL,
               fixture_set_up, test_spend_limit_follows_preferences, fixture_tear_down);
+  g_test_add ("/services/provider-for-this-run", Fixture, "options",
+              fixture_set_up, test_provider_for_this_run, fixture_tear_down);
 
   ret = g_test_run ();
 

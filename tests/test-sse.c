@@ -294,6 +294,106 @@ test_cap (void)
   g_string_free (out, TRUE);
 }
 
+/* What a parser with a 16-byte cap makes of @input fed in @pieces: the
+ * events, then "FAIL" if it refused the stream. */
+static char *
+outcome (const char  *input,
+         gsize        len,
+         const gsize *cuts,
+         guint        n_cuts)
+{
+  GString *out = g_string_new (NULL);
+  g_autoptr(KagedSseParser) parser = kaged_sse_parser_new (record_event, out);
+  gboolean ok = TRUE;
+  gsize at = 0;
+
+  kaged_sse_parser_set_max_size (parser, 16);
+  for (guint i = 0; ok && i <= n_cuts; i++)
+    {
+      gsize next = i < n_cuts ? cuts[i] : len;
+
+      ok = kaged_sse_parser_feed (parser, input + at, next - at, NULL);
+      at = next;
+    }
+  if (ok)
+    ok = kaged_sse_parser_finish (parser, NULL);
+  if (!ok)
+    g_string_append (out, "FAIL");
+
+  return g_string_free (out, FALSE);
+}
+
+/* Whether the cap trips depends on the stream, never on how it is split. */
+static void
+test_cap_split (void)
+{
+  static const struct {
+    const char *input;
+    const char *expected;
+  } rows[] = {
+    /* Lines of 16 bytes fit; of 17 they do not, whatever their field. */
+    { "data: 0123456789\n\n", "message||0123456789\n" },
+    { "data: 0123456789a\n\n", "FAIL" },
+    { ": 0123456789abcd\ndata: x\n\n", "message||x\n" },
+    { ": 0123456789abcde\ndata: x\n\n", "FAIL" },
+    { "event: 012345678\ndata: x\n\n", "012345678||x\n" },
+    { "event: 0123456789\ndata: x\n\n", "FAIL" },
+    { "data: 0123456789a\r\n\r\n", "FAIL" },
+    { "data: 0123456789a\r\r", "FAIL" },
+    /* An event's data is capped over its lines. */
+    { "data: 0123456\ndata: 0123456\n\n", "message||0123456⏎0123456\n" },
+    { "data: 01234567\ndata: 0123456\n\n", "FAIL" },
+  };
+
+  for (guint r = 0; r < G_N_ELEMENTS (rows); r++)
+    {
+      const char *input = rows[r].input;
+      gsize len = strlen (input);
+      g_autofree char *whole = outcome (input, len, NULL, 0);
+      g_autofree gsize *every = g_new (gsize, len);
+
+      g_test_message ("%s", input);
+      g_assert_cmpstr (whole, ==, rows[r].expected);
+
+      for (gsize i = 0; i < len; i++)
+        every[i] = i;
+
+      for (gsize cut = 1; cut < len; cut++)
+        {
+          g_autofree char *split = outcome (input, len, &cut, 1);
+
+          g_assert_cmpstr (split, ==, whole);
+        }
+
+      {
+        g_autofree char *bytewise = outcome (input, len, every + 1, len - 1);
+
+        g_assert_cmpstr (bytewise, ==, whole);
+      }
+    }
+}
+
+/* Feeding nothing, from no buffer, is allowed and changes nothing. */
+static void
+test_feed_nothing (void)
+{
+  GString *out = g_string_new (NULL);
+  g_autoptr(KagedSseParser) parser = kaged_sse_parser_new (record_event, out);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (kaged_sse_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_sse_parser_feed (parser, "\xEF\xBB", 2, &error));
+  g_assert_true (kaged_sse_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_sse_parser_feed (parser, "\xBF" "data: a\r", 9, &error));
+  g_assert_true (kaged_sse_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_sse_parser_feed (parser, "\n\n", 2, &error));
+  g_assert_true (kaged_sse_parser_feed (parser, NULL, 0, &error));
+  g_assert_true (kaged_sse_parser_finish (parser, &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (out->str, ==, "message||a\n");
+  g_string_free (out, TRUE);
+}
+
 static gboolean
 refuse_second (const KagedSseEvent  *event,
                gpointer              user_data,
@@ -486,6 +586,31 @@ test_not_json (void)
   reply_clear (&reply);
 }
 
+/* An event nested deeper than json-glib's recursion can take is refused
+ * before it is parsed, as any JSON that is not understood. */
+static void
+test_deep_event (void)
+{
+  static const DecoderNew decoders[] = { kaged_openai_decoder_new, kaged_anthropic_decoder_new };
+
+  for (guint d = 0; d < G_N_ELEMENTS (decoders); d++)
+    {
+      g_autoptr(GString) input = g_string_new ("data: {\"choices\":");
+      g_autoptr(GError) error = NULL;
+      Reply reply;
+      g_autoptr(KagedChat) chat = NULL;
+
+      for (guint i = 0; i < 200000; i++)
+        g_string_append_c (input, '[');
+      g_string_append (input, "\n\n");
+
+      chat = decode (decoders[d], input->str, input->len, input->len, &reply, &error);
+      g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+      g_assert_false (kaged_chat_has_delta (chat));
+      reply_clear (&reply);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -498,12 +623,15 @@ main (int   argc,
   g_test_add_func ("/sse/bom", test_bom);
   g_test_add_func ("/sse/random-splits", test_random_splits);
   g_test_add_func ("/sse/cap", test_cap);
+  g_test_add_func ("/sse/cap-split", test_cap_split);
+  g_test_add_func ("/sse/feed-nothing", test_feed_nothing);
   g_test_add_func ("/sse/callback-stops", test_callback_stops);
   g_test_add_func ("/sse/openai-fixtures", test_openai_fixtures);
   g_test_add_func ("/sse/anthropic-fixture", test_anthropic_fixture);
   g_test_add_func ("/sse/finished-without-end-marker", test_finished_without_end_marker);
   g_test_add_func ("/sse/invalid-utf8", test_invalid_utf8);
   g_test_add_func ("/sse/not-json", test_not_json);
+  g_test_add_func ("/sse/deep-event", test_deep_event);
 
   return g_test_run ();
 }

@@ -12,6 +12,7 @@
 #include <adwaita.h>
 #include <glib/gstdio.h>
 
+#include "kaged-desktop.h"
 #include "kaged-fake-server.h"
 #include "kaged-retry-banner.h"
 #include "kaged-window.h"
@@ -46,7 +47,8 @@ test_banner_follows_session (void)
   g_autoptr(KagedFakeServer) server = NULL;
   g_autoptr(KagedStore) store = NULL;
   g_autoptr(GtkApplication) application = NULL;
-  g_autoptr(KagedServices) services = NULL;
+  g_autoptr(KagedCore) core = NULL;
+  g_autoptr(KagedDesktop) desktop = NULL;
   g_autoptr(KagedSession) quiet = NULL;
   g_autoptr(KagedSession) failing = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
@@ -79,8 +81,10 @@ test_banner_follows_session (void)
   g_signal_connect (application, "activate", G_CALLBACK (activate_cb), NULL);
   g_application_register (G_APPLICATION (application), NULL, &error);
   g_assert_no_error (error);
-  services = kaged_services_new (G_APPLICATION (application), settings, store);
-  manager = kaged_services_get_manager (services);
+  core = kaged_core_new (store, NULL, NULL, NULL, KAGED_CORE_FLAGS_AUTO_RETRY);
+  desktop = kaged_desktop_new (G_APPLICATION (application), settings, core, NULL);
+  kaged_core_start (core);
+  manager = kaged_core_get_manager (core);
 
   quiet = kaged_session_manager_create_session (manager, "Quiet", &error);
   g_assert_no_error (error);
@@ -88,7 +92,9 @@ test_banner_follows_session (void)
   g_assert_no_error (error);
 
   window = kaged_window_new (application);
-  kaged_window_set_services (window, services);
+  kaged_window_set_core (window, core);
+  g_signal_connect_object (desktop, "show-session", G_CALLBACK (kaged_window_show_session),
+                           window, G_CONNECT_SWAPPED);
   gtk_window_present (GTK_WINDOW (window));
   banner = KAGED_RETRY_BANNER (gtk_widget_get_template_child (GTK_WIDGET (window),
                                                               KAGED_TYPE_WINDOW,
@@ -123,12 +129,13 @@ test_banner_follows_session (void)
                    KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
 
   gtk_window_destroy (GTK_WINDOW (window));
-  kaged_services_shutdown (services);
+  kaged_desktop_shutdown (desktop);
   g_settings_reset (settings, "provider-kind");
   g_settings_reset (settings, "provider-base-url");
   g_settings_reset (settings, "provider-model");
 
-  g_clear_object (&services);
+  g_clear_object (&desktop);
+  g_clear_object (&core);
   g_clear_object (&store);
   {
     g_autofree char *wal = g_strconcat (db_path, "-wal", NULL);

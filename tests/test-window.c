@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 
 #include "kaged-composer.h"
+#include "kaged-desktop.h"
 #include "kaged-fake-server.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
@@ -29,7 +30,8 @@ typedef struct
   KagedFakeServer *server;
   KagedStore      *store;
   GtkApplication  *application;
-  KagedServices   *services;
+  KagedCore       *core;
+  KagedDesktop    *desktop;
   KagedWindow     *window;
   KagedComposer   *composer;
 } Fixture;
@@ -85,12 +87,16 @@ fixture_set_up (Fixture       *fixture,
       g_assert_no_error (error);
     }
   fixture->application = g_object_ref (the_application);
-  fixture->services = kaged_services_new (G_APPLICATION (fixture->application),
-                                          fixture->settings, fixture->store);
+  fixture->core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_AUTO_RETRY);
+  fixture->desktop = kaged_desktop_new (G_APPLICATION (fixture->application), fixture->settings,
+                                        fixture->core, NULL);
+  kaged_core_start (fixture->core);
 
   fixture->window = kaged_window_new (fixture->application);
   g_object_add_weak_pointer (G_OBJECT (fixture->window), (gpointer *)&fixture->window);
-  kaged_window_set_services (fixture->window, fixture->services);
+  kaged_window_set_core (fixture->window, fixture->core);
+  g_signal_connect_object (fixture->desktop, "show-session", G_CALLBACK (kaged_window_show_session),
+                           fixture->window, G_CONNECT_SWAPPED);
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
   gtk_window_present (GTK_WINDOW (fixture->window));
   fixture->composer = child (fixture, "composer");
@@ -105,7 +111,7 @@ fixture_tear_down (Fixture       *fixture,
 
   if (fixture->window != NULL)
     gtk_window_destroy (GTK_WINDOW (fixture->window));
-  kaged_services_shutdown (fixture->services);
+  kaged_desktop_shutdown (fixture->desktop);
   for (guint i = 0; i < 50; i++)
     g_main_context_iteration (NULL, FALSE);
 
@@ -113,7 +119,8 @@ fixture_tear_down (Fixture       *fixture,
   g_settings_reset (fixture->settings, "provider-base-url");
   g_settings_reset (fixture->settings, "provider-model");
 
-  g_clear_object (&fixture->services);
+  g_clear_object (&fixture->desktop);
+  g_clear_object (&fixture->core);
   g_clear_object (&fixture->application);
   g_clear_object (&fixture->store);
   g_clear_object (&fixture->server);
@@ -342,7 +349,7 @@ static void
 test_regenerate (Fixture       *fixture,
                  gconstpointer  data)
 {
-  KagedSessionManager *manager = kaged_services_get_manager (fixture->services);
+  KagedSessionManager *manager = kaged_core_get_manager (fixture->core);
   g_autoptr(GPtrArray) versions = NULL;
   g_autoptr(GError) error = NULL;
   KagedMessage *question;

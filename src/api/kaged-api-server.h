@@ -8,7 +8,7 @@
 #include <gio/gio.h>
 
 #include "kaged-api-error.h"
-#include "kaged-session-manager.h"
+#include "kaged-core.h"
 
 G_BEGIN_DECLS
 
@@ -24,15 +24,16 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (KagedApiServer, kaged_api_server, KAGED, API_SERVER, GObject)
 
 /*
- * KagedApiServer serves the local HTTP API (docs/http-api.md) of a session
- * manager on 127.0.0.1 and ::1 only. Every request needs the bearer token;
- * requests from web pages (with an Origin header) are refused. It runs on
- * the thread-default main context of the thread that calls listen, which
- * must be the manager's.
+ * KagedApiServer serves the local HTTP API (docs/http-api.md) of a
+ * KagedCore on 127.0.0.1 and ::1 only. Every request needs the bearer
+ * token; requests from web pages (with an Origin header) are refused. It
+ * runs on the thread-default main context of the thread that calls
+ * listen, which must be the core's. It is a KagedCoreServer: once it
+ * listens, kaged_core_set_server() hands it to the core, which owns it.
  */
-KagedApiServer *kaged_api_server_new                    (KagedSessionManager  *manager,
+KagedApiServer *kaged_api_server_new                    (KagedCore            *core,
                                                          const char           *token);
-KagedSessionManager *kaged_api_server_get_manager       (KagedApiServer       *self);
+KagedCore      *kaged_api_server_get_core               (KagedApiServer       *self);
 gboolean        kaged_api_server_listen                 (KagedApiServer       *self,
                                                          guint                 port,
                                                          GError              **error);

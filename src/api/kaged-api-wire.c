@@ -245,3 +245,81 @@ kaged_api_wire_to_string (JsonBuilder *builder,
 
   return json_generator_to_data (generator, length);
 }
+
+static const char *
+retry_state_name (KagedRetrySchedulerState state)
+{
+  switch (state)
+    {
+    case KAGED_RETRY_SCHEDULER_STATE_ARMED:
+      return "armed";
+
+    case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
+      return "scheduled";
+
+    case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
+      return "waiting_for_network";
+
+    case KAGED_RETRY_SCHEDULER_STATE_DISPATCHING:
+      return "dispatching";
+
+    case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
+      return "watching";
+
+    case KAGED_RETRY_SCHEDULER_STATE_CANCELLED:
+      return "cancelled";
+
+    case KAGED_RETRY_SCHEDULER_STATE_IDLE:
+    default:
+      return "idle";
+    }
+}
+
+/**
+ * kaged_api_wire_add_retry:
+ * @scheduler: (nullable): the session's Tier 2 scheduler, or %NULL for a
+ *   session that has none (idle)
+ *
+ * The Tier 2 retry of a session: `{session_id, state, attempt, next_at,
+ * retry_class, http_status, wait_source, anchor_message_id, run_id}`.
+ */
+void
+kaged_api_wire_add_retry (JsonBuilder         *builder,
+                          gint64               session_id,
+                          KagedRetryScheduler *scheduler)
+{
+  KagedRetrySchedulerState state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
+  KagedRetryClass retry_class = KAGED_RETRY_CLASS_NONE;
+  gint64 next_at = 0;
+  guint http_status = 0;
+  guint attempt = 0;
+
+  if (scheduler != NULL)
+    {
+      attempt = kaged_retry_scheduler_get_attempt (scheduler);
+      state = kaged_retry_scheduler_get_state (scheduler);
+      retry_class = kaged_retry_scheduler_get_retry_class (scheduler);
+      http_status = kaged_retry_scheduler_get_http_status (scheduler);
+      if (state == KAGED_RETRY_SCHEDULER_STATE_ARMED ||
+          state == KAGED_RETRY_SCHEDULER_STATE_SCHEDULED ||
+          state == KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK)
+        next_at = kaged_retry_scheduler_get_next_eligible_time (scheduler);
+    }
+
+  json_builder_begin_object (builder);
+  add_id (builder, "session_id", session_id);
+  add_string (builder, "state", retry_state_name (state));
+  json_builder_set_member_name (builder, "attempt");
+  json_builder_add_int_value (builder, attempt);
+  add_time (builder, "next_at", next_at);
+  add_string (builder, "retry_class",
+              retry_class != KAGED_RETRY_CLASS_NONE ? kaged_retry_class_to_string (retry_class)
+                                                    : NULL);
+  add_id (builder, "http_status", http_status);
+  add_string (builder, "wait_source",
+              scheduler != NULL ? kaged_retry_scheduler_get_wait_source (scheduler) : NULL);
+  add_id (builder, "anchor_message_id",
+          scheduler != NULL ? kaged_retry_scheduler_get_anchor_id (scheduler) : 0);
+  add_id (builder, "run_id", scheduler != NULL ? kaged_retry_scheduler_get_run_id (scheduler) : 0);
+  json_builder_end_object (builder);
+}

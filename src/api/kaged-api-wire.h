@@ -10,6 +10,7 @@
 #include "kaged-attempt.h"
 #include "kaged-message.h"
 #include "kaged-receipt.h"
+#include "kaged-retry-scheduler.h"
 #include "kaged-run.h"
 #include "kaged-session.h"
 
@@ -35,6 +36,9 @@ void  kaged_api_wire_add_classification (JsonBuilder        *builder,
                                          gboolean            retryable,
                                          KagedRetryClass     retry_class,
                                          gint64              retry_after_until);
+void  kaged_api_wire_add_retry          (JsonBuilder         *builder,
+                                         gint64               session_id,
+                                         KagedRetryScheduler *scheduler);
 char *kaged_api_wire_to_string          (JsonBuilder        *builder,
                                          gsize              *length);
 

@@ -7,32 +7,35 @@
 
 #include "config.h"
 
-#include <errno.h>
-
 #include <glib/gi18n.h>
-#include <glib/gstdio.h>
 
 #include "kaged-application.h"
+#include "kaged-desktop.h"
+#include "kaged-headless.h"
+#include "kaged-options.h"
 #include "kaged-preferences-window.h"
+#include "kaged-store-errors.h"
 #include "kaged-window.h"
 
 /**
  * KagedApplication:
  *
  * The application: command-line options, app actions and their
- * accelerators, and the conversation store it opens on first activation.
+ * accelerators, and the one KagedCore it starts on first activation (or,
+ * with `--headless`, without a window), tied to the desktop by a
+ * KagedDesktop.
  */
 struct _KagedApplication
 {
   AdwApplication parent_instance;
 
   GSettings *settings;
-  char *data_dir;
-  KagedStore *store;
+  KagedOptions options;
+  KagedCore *core;
+  KagedDesktop *desktop;
   GError *store_error;
   char *store_path;
   GCancellable *check_cancellable;
-  KagedServices *services;
 };
 
 G_DEFINE_FINAL_TYPE (KagedApplication, kaged_application, ADW_TYPE_APPLICATION)
@@ -46,101 +49,12 @@ enum {
 
 static GParamSpec *properties [N_PROPS];
 
-static const GOptionEntry main_entries[] = {
-  { "version", 0, 0, G_OPTION_ARG_NONE, NULL,
-    N_("Print the version and exit"), NULL },
-  { "data-dir", 0, 0, G_OPTION_ARG_FILENAME, NULL,
-    N_("Keep the conversation database in DIR"), N_("DIR") },
-  { "check-database", 0, 0, G_OPTION_ARG_NONE, NULL,
-    N_("Check that the conversation database can be opened, then exit"), NULL },
-  /* main() hands --headless over before this parser runs: listed for --help. */
-  { "headless", 0, 0, G_OPTION_ARG_NONE, NULL,
-    N_("Run without a window, serving the local HTTP API (kaged --headless --help lists its options)"),
-    NULL },
-  { NULL }
-};
-
-static char *
-describe_store_error (const GError *error,
-                      const char   *path)
-{
-  if (error->domain == KAGED_STORE_ERROR)
-    {
-      switch ((KagedStoreError) error->code)
-        {
-        case KAGED_STORE_ERROR_NOT_A_DATABASE:
-          return g_strdup_printf (_("The file “%s” is not a Kaged conversation database. "
-                                    "It was left untouched. Move it elsewhere, or start Kaged "
-                                    "with --data-dir to keep conversations in another folder."),
-                                  path);
-
-        case KAGED_STORE_ERROR_TOO_NEW:
-          return g_strdup_printf (_("The conversations in “%s” were saved by a newer version "
-                                    "of Kaged. Update Kaged to open them. The file was left "
-                                    "untouched."),
-                                  path);
-
-        case KAGED_STORE_ERROR_LOCKED:
-          return g_strdup_printf (_("Another Kaged is using “%s”. Close it and start "
-                                    "Kaged again."),
-                                  path);
-
-        case KAGED_STORE_ERROR_CORRUPT:
-          return g_strdup_printf (_("The file “%s” is damaged. It was left untouched: restore "
-                                    "it from a backup, or move it elsewhere to start with an "
-                                    "empty history."),
-                                  path);
-
-        case KAGED_STORE_ERROR_IO:
-          return g_strdup_printf (_("“%s” could not be read or written (%s). Check the free "
-                                    "disk space and the permissions of its folder."),
-                                  path, error->message);
-
-        case KAGED_STORE_ERROR_NOT_FOUND:
-        case KAGED_STORE_ERROR_IMMUTABLE:
-        case KAGED_STORE_ERROR_INVALID:
-        default:
-          break;
-        }
-    }
-
-  return g_strdup_printf (_("“%s” could not be opened: %s"), path, error->message);
-}
-
-static KagedStore *
-open_store (const char  *data_dir,
-            char       **out_path,
-            GError     **error)
-{
-  g_autofree char *path = kaged_store_default_path (data_dir);
-  g_autofree char *dir = g_path_get_dirname (path);
-  KagedStore *store = NULL;
-
-  if (g_mkdir_with_parents (dir, 0700) != 0)
-    {
-      int saved_errno = errno;
-
-      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_IO,
-                   _("Could not create the folder “%s”: %s"),
-                   dir, g_strerror (saved_errno));
-    }
-  else
-    {
-      store = kaged_store_open (path, error);
-    }
-
-  *out_path = g_steal_pointer (&path);
-
-  return store;
-}
-
 static int
 check_database (KagedApplication *self)
 {
   g_autoptr(KagedStore) store = NULL;
   g_autoptr(GError) error = NULL;
-  g_autofree char *path = kaged_store_default_path (self->data_dir);
-  g_autofree char *opened_path = NULL;
+  g_autofree char *path = kaged_options_dup_db_path (&self->options);
 
   if (!g_file_test (path, G_FILE_TEST_EXISTS))
     {
@@ -150,20 +64,20 @@ check_database (KagedApplication *self)
       return EXIT_SUCCESS;
     }
 
-  store = open_store (self->data_dir, &opened_path, &error);
+  store = kaged_store_open (path, &error);
   if (store != NULL && !kaged_store_check (store, NULL, &error))
     g_clear_object (&store);
 
   if (store == NULL)
     {
-      g_autofree char *description = describe_store_error (error, opened_path);
+      g_autofree char *description = kaged_describe_store_error (error, path);
 
       g_printerr ("%s: %s\n%s\n", PACKAGE_NAME,
                   _("The conversation database could not be opened"), description);
       return EXIT_FAILURE;
     }
 
-  g_print (_("The conversation database at “%s” is in good order."), opened_path);
+  g_print (_("The conversation database at “%s” is in good order."), path);
   g_print ("\n");
 
   return EXIT_SUCCESS;
@@ -174,7 +88,7 @@ kaged_application_handle_local_options (GApplication *application,
                                         GVariantDict *options)
 {
   KagedApplication *self = KAGED_APPLICATION (application);
-  const char *data_dir = NULL;
+  g_autoptr(GError) error = NULL;
 
   if (g_variant_dict_contains (options, "version"))
     {
@@ -182,22 +96,28 @@ kaged_application_handle_local_options (GApplication *application,
       return EXIT_SUCCESS;
     }
 
-  if (g_variant_dict_lookup (options, "data-dir", "^&ay", &data_dir) && data_dir[0] != '\0')
+  kaged_options_clear (&self->options);
+  if (!kaged_options_read (&self->options, options, &error))
     {
-      g_free (self->data_dir);
-      self->data_dir = g_canonicalize_filename (data_dir, NULL);
-      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DATA_DIR]);
+      g_printerr ("%s: %s\n", PACKAGE_NAME, error->message);
+      return EXIT_FAILURE;
     }
+
+  if (self->options.data_dir != NULL)
+    g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_DATA_DIR]);
 
   if (g_variant_dict_contains (options, "check-database"))
     return check_database (self);
 
-  /* The database is chosen by the instance that starts first; a second
-   * start only brings that one forward. */
-  if (self->data_dir != NULL)
-    {
-      g_autoptr(GError) error = NULL;
+  /* No window, no display: the same core, serving the local HTTP API. */
+  if (self->options.headless)
+    return kaged_headless_run (&self->options);
 
+  /* The database, and a provider given for this run, are chosen by the
+   * instance that starts first; a second start only brings that one
+   * forward. */
+  if (self->options.data_dir != NULL || kaged_options_has_provider (&self->options))
+    {
       if (!g_application_register (application, NULL, &error))
         {
           g_printerr ("%s: %s\n", PACKAGE_NAME, error->message);
@@ -207,8 +127,8 @@ kaged_application_handle_local_options (GApplication *application,
       if (g_application_get_is_remote (application))
         {
           g_printerr ("%s: ", PACKAGE_NAME);
-          g_printerr (_("Kaged is already running with its own database; --data-dir applies only "
-                        "when Kaged starts."));
+          g_printerr (_("Kaged is already running with its own database and provider; "
+                        "--data-dir and the provider options apply only when Kaged starts."));
           g_printerr ("\n");
         }
     }
@@ -235,7 +155,7 @@ kaged_application_show_store_error (KagedApplication *self,
 
   g_assert (self->store_error != NULL);
 
-  description = describe_store_error (self->store_error, self->store_path);
+  description = kaged_describe_store_error (self->store_error, self->store_path);
 
   dialog = adw_message_dialog_new (parent, heading, description);
   /* The title names the dialog for assistive technologies. */
@@ -323,22 +243,33 @@ kaged_application_get_settings (KagedApplication *self)
 }
 
 static void
-kaged_application_ensure_store (KagedApplication *self)
+desktop_show_session_cb (KagedDesktop     *desktop,
+                         gint64            session_id,
+                         KagedApplication *self)
+{
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (self));
+
+  if (KAGED_IS_WINDOW (window))
+    kaged_window_show_session (KAGED_WINDOW (window), session_id);
+}
+
+static void
+kaged_application_ensure_core (KagedApplication *self)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *path = NULL;
-  KagedStore *store;
+  g_autoptr(KagedKeyring) keyring = NULL;
 
-  if (self->store != NULL || self->store_error != NULL)
+  if (self->core != NULL || self->store_error != NULL)
     return;
 
-  store = open_store (self->data_dir, &path, &error);
   g_free (self->store_path);
-  self->store_path = g_steal_pointer (&path);
+  self->store_path = kaged_options_dup_db_path (&self->options);
 
-  if (store == NULL)
+  keyring = kaged_options_new_keyring (&self->options);
+  self->core = kaged_core_open (self->store_path, keyring, KAGED_CORE_FLAGS_AUTO_RETRY, &error);
+  if (self->core == NULL)
     {
-      g_autofree char *description = describe_store_error (error, self->store_path);
+      g_autofree char *description = kaged_describe_store_error (error, self->store_path);
 
       g_printerr ("%s: %s\n%s\n", PACKAGE_NAME,
                   _("The conversation database could not be opened"), description);
@@ -346,19 +277,22 @@ kaged_application_ensure_store (KagedApplication *self)
       return;
     }
 
-  self->store = store;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STORE]);
 
   /* Opening reads little of the file; read all of it in the background
    * to find damage early. */
   self->check_cancellable = g_cancellable_new ();
-  kaged_store_check_async (self->store, self->check_cancellable,
+  kaged_store_check_async (kaged_core_get_store (self->core), self->check_cancellable,
                            kaged_application_check_cb, g_object_ref (self));
 
-  /* The engine behind the window: queued runs and saved retries resume. */
-  self->services = kaged_services_new (G_APPLICATION (self),
-                                       kaged_application_get_settings (self),
-                                       self->store);
+  /* The engine behind the window follows the preferences. */
+  self->desktop = kaged_desktop_new (G_APPLICATION (self), kaged_application_get_settings (self),
+                                     self->core, &self->options);
+  g_signal_connect_object (self->desktop, "show-session",
+                           G_CALLBACK (desktop_show_session_cb), self, 0);
+
+  /* Queued runs start again; saved retries resumed with the core. */
+  kaged_core_start (self->core);
 }
 
 static void
@@ -367,14 +301,14 @@ kaged_application_activate (GApplication *application)
   KagedApplication *self = KAGED_APPLICATION (application);
   GtkWindow *window;
 
-  kaged_application_ensure_store (self);
+  kaged_application_ensure_core (self);
 
   window = gtk_application_get_active_window (GTK_APPLICATION (self));
   if (window == NULL)
     {
       window = GTK_WINDOW (kaged_window_new (GTK_APPLICATION (self)));
-      if (self->services != NULL)
-        kaged_window_set_services (KAGED_WINDOW (window), self->services);
+      if (self->core != NULL)
+        kaged_window_set_core (KAGED_WINDOW (window), self->core);
       gtk_window_present (window);
 
       if (self->store_error != NULL)
@@ -414,7 +348,7 @@ kaged_application_preferences_action (GSimpleAction *action,
   KagedPreferencesWindow *preferences;
 
   preferences = kaged_preferences_window_new (parent);
-  kaged_preferences_window_set_services (preferences, self->services);
+  kaged_preferences_window_set_core (preferences, self->core);
   gtk_window_present (GTK_WINDOW (preferences));
 }
 
@@ -504,14 +438,13 @@ kaged_application_shutdown (GApplication *application)
   KagedApplication *self = KAGED_APPLICATION (application);
 
   g_cancellable_cancel (self->check_cancellable);
-  if (self->services != NULL)
-    kaged_services_shutdown (self->services);
+  if (self->desktop != NULL)
+    kaged_desktop_shutdown (self->desktop);
 
   G_APPLICATION_CLASS (kaged_application_parent_class)->shutdown (application);
 
   /* The windows saved their state as they closed; get it to disk. */
   g_settings_sync ();
-  g_clear_object (&self->store);
 }
 
 static void
@@ -519,13 +452,13 @@ kaged_application_finalize (GObject *object)
 {
   KagedApplication *self = KAGED_APPLICATION (object);
 
-  g_clear_object (&self->services);
+  g_clear_object (&self->desktop);
+  g_clear_object (&self->core);
   g_clear_object (&self->check_cancellable);
   g_clear_object (&self->settings);
-  g_clear_object (&self->store);
   g_clear_error (&self->store_error);
   g_clear_pointer (&self->store_path, g_free);
-  g_clear_pointer (&self->data_dir, g_free);
+  kaged_options_clear (&self->options);
 
   G_OBJECT_CLASS (kaged_application_parent_class)->finalize (object);
 }
@@ -541,11 +474,11 @@ kaged_application_get_property (GObject    *object,
   switch (prop_id)
     {
     case PROP_DATA_DIR:
-      g_value_set_string (value, self->data_dir);
+      g_value_set_string (value, self->options.data_dir);
       break;
 
     case PROP_STORE:
-      g_value_set_object (value, self->store);
+      g_value_set_object (value, self->core != NULL ? kaged_core_get_store (self->core) : NULL);
       break;
 
     default:
@@ -593,7 +526,7 @@ kaged_application_class_init (KagedApplicationClass *klass)
 static void
 kaged_application_init (KagedApplication *self)
 {
-  g_application_add_main_option_entries (G_APPLICATION (self), main_entries);
+  kaged_options_add_entries (G_APPLICATION (self));
   g_application_set_option_context_summary (G_APPLICATION (self),
                                             _("Chat with language models that keep trying."));
 }
@@ -624,7 +557,7 @@ kaged_application_get_data_dir (KagedApplication *self)
 {
   g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  return self->data_dir;
+  return self->options.data_dir;
 }
 
 /**
@@ -639,38 +572,47 @@ kaged_application_get_store (KagedApplication *self)
 {
   g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  return self->store;
+  return self->core != NULL ? kaged_core_get_store (self->core) : NULL;
 }
 
 /**
  * kaged_application_dup_profile:
  * @self: a #KagedApplication
  *
- * The provider profile of the preferences, as it is now: kind, base URL,
- * model and the environment variable that may hold its key.
+ * The provider profile replies come from, as it is now: kind, base URL,
+ * model and the environment variable that may hold its key — the
+ * preferences, with what the command line gives for this run in their
+ * place.
  *
  * Returns: (transfer full): a new profile named "default"
  */
 KagedProfile *
 kaged_application_dup_profile (KagedApplication *self)
 {
+  g_autoptr(KagedProfile) profile = NULL;
+
   g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  return kaged_profile_new_from_settings (kaged_application_get_settings (self));
+  profile = kaged_options_build_profile (&self->options, kaged_application_get_settings (self),
+                                         NULL);
+  if (profile == NULL)
+    profile = kaged_profile_new_from_settings (kaged_application_get_settings (self));
+
+  return g_steal_pointer (&profile);
 }
 
 /**
- * kaged_application_get_services:
+ * kaged_application_get_core:
  * @self: a #KagedApplication
  *
- * Returns: (transfer none) (nullable): the engine, its retries and the
- *   local HTTP API, running once the store opened; %NULL before that or
- *   when it could not be opened
+ * Returns: (transfer none) (nullable): the engine behind the window, its
+ *   retries and the local HTTP API, running once the store opened; %NULL
+ *   before that or when it could not be opened
  */
-KagedServices *
-kaged_application_get_services (KagedApplication *self)
+KagedCore *
+kaged_application_get_core (KagedApplication *self)
 {
   g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  return self->services;
+  return self->core;
 }

@@ -7,8 +7,8 @@
 
 #include <adwaita.h>
 
+#include "kaged-core.h"
 #include "kaged-profile.h"
-#include "kaged-services.h"
 #include "kaged-store.h"
 
 G_BEGIN_DECLS
@@ -21,6 +21,6 @@ KagedApplication *kaged_application_new          (void);
 const char       *kaged_application_get_data_dir (KagedApplication *self);
 KagedStore       *kaged_application_get_store    (KagedApplication *self);
 KagedProfile     *kaged_application_dup_profile  (KagedApplication *self);
-KagedServices    *kaged_application_get_services (KagedApplication *self);
+KagedCore        *kaged_application_get_core     (KagedApplication *self);
 
 G_END_DECLS

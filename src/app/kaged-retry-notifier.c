@@ -93,20 +93,27 @@ session_title (KagedRetryNotifier *self,
   return g_strdup (kaged_session_get_title (session));
 }
 
+typedef enum
+{
+  BUTTONS_NONE,
+  BUTTONS_CANCEL,
+  BUTTONS_RETRY_NOW_AND_CANCEL,
+} Buttons;
+
 static void
 set_session_actions (GNotification *notification,
                      gint64         session_id,
-                     gboolean       with_retry_buttons)
+                     Buttons        buttons)
 {
   g_notification_set_default_action_and_target (notification, "app.show-session",
                                                  "x", session_id);
-  if (!with_retry_buttons)
-    return;
 
-  g_notification_add_button_with_target (notification, _("Retry Now"),
-                                         "app.retry-now", "x", session_id);
-  g_notification_add_button_with_target (notification, _("Cancel Retry"),
-                                         "app.cancel-retry", "x", session_id);
+  if (buttons == BUTTONS_RETRY_NOW_AND_CANCEL)
+    g_notification_add_button_with_target (notification, _("Retry Now"),
+                                           "app.retry-now", "x", session_id);
+  if (buttons != BUTTONS_NONE)
+    g_notification_add_button_with_target (notification, _("Cancel Retry"),
+                                           "app.cancel-retry", "x", session_id);
 }
 
 static void
@@ -134,10 +141,35 @@ notify_scheduled (KagedRetryNotifier *self,
   notification = g_notification_new (heading);
   g_notification_set_body (notification, body);
   g_notification_set_category (notification, "network.error");
-  set_session_actions (notification, session_id, TRUE);
+  set_session_actions (notification, session_id, BUTTONS_RETRY_NOW_AND_CANCEL);
 
   g_application_send_notification (self->application, id, notification);
   watch->notified = TRUE;
+}
+
+/* The scheduled retry went out: the same notification says so, and keeps
+ * a way to cancel the run until the retry resolves. */
+static void
+notify_retrying (KagedRetryNotifier *self,
+                 Watch              *watch)
+{
+  gint64 session_id = kaged_retry_scheduler_get_session_id (watch->scheduler);
+  g_autoptr(GNotification) notification = NULL;
+  g_autofree char *id = kaged_retry_notifier_dup_id (session_id);
+  g_autofree char *title = session_title (self, session_id);
+  g_autofree char *heading = NULL;
+
+  if (!watch->notified)
+    return;
+
+  /* Translators: the title of a notification; %s is a conversation's title */
+  heading = g_strdup_printf (_("Retrying the reply in “%s”"), title);
+  notification = g_notification_new (heading);
+  g_notification_set_body (notification, _("The scheduled retry is under way."));
+  g_notification_set_category (notification, "network");
+  set_session_actions (notification, session_id, BUTTONS_CANCEL);
+
+  g_application_send_notification (self->application, id, notification);
 }
 
 static void
@@ -198,7 +230,7 @@ notify_result (KagedRetryNotifier *self,
       return;
     }
 
-  set_session_actions (notification, session_id, FALSE);
+  set_session_actions (notification, session_id, BUTTONS_NONE);
   g_application_send_notification (self->application, id, notification);
 }
 
@@ -231,9 +263,14 @@ state_changed_cb (KagedRetryScheduler *scheduler,
         notify_result (self, watch);
       break;
 
-    case KAGED_RETRY_SCHEDULER_STATE_CANCELLED:
     case KAGED_RETRY_SCHEDULER_STATE_DISPATCHING:
     case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
+      if (previous != KAGED_RETRY_SCHEDULER_STATE_DISPATCHING &&
+          previous != KAGED_RETRY_SCHEDULER_STATE_WATCHING)
+        notify_retrying (self, watch);
+      break;
+
+    case KAGED_RETRY_SCHEDULER_STATE_CANCELLED:
     case KAGED_RETRY_SCHEDULER_STATE_ARMED:
     case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
     default:

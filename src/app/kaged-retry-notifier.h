@@ -17,9 +17,11 @@ G_DECLARE_FINAL_TYPE (KagedRetryNotifier, kaged_retry_notifier, KAGED, RETRY_NOT
 
 /*
  * KagedRetryNotifier tells the desktop about Tier 2 retries: when a retry
- * is scheduled for later, and, while no window of the application has the
- * focus, when a retry ends with a reply or gives up. Its notifications are
- * withdrawn as soon as the retry resolves or is cancelled.
+ * is scheduled for later (with *Retry Now* and *Cancel Retry*), that it
+ * went out (with *Cancel Retry*, which cancels the run), and, while no
+ * window of the application has the focus, when a retry ends with a reply
+ * or gives up. The notification of a retry is withdrawn as soon as the
+ * retry resolves or is cancelled.
  *
  * The buttons activate the application actions `app.retry-now` and
  * `app.cancel-retry`, and clicking the notification `app.show-session`,

@@ -10,7 +10,6 @@
 #include <glib/gi18n.h>
 
 #include "kaged-application.h"
-#include "kaged-headless.h"
 #include "kaged-process.h"
 
 int
@@ -25,10 +24,6 @@ main (int   argc,
   bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
-
-  /* No window, no display: the engine and the local HTTP API only. */
-  if (kaged_headless_wanted (argc, argv))
-    return kaged_headless_main (argc, argv);
 
 #if DEVELOPMENT_BUILD
   g_set_application_name (_("Kaged (Development)"));

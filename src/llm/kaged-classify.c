@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kaged-classify.h"
+#include "kaged-json.h"
 #include "kaged-retry-class.h"
 
 /*
@@ -77,10 +78,11 @@
 
 typedef struct
 {
-  char *type;
-  char *code;
-  char *message;
-  char *request_id;
+  char     *type;
+  char     *code;
+  char     *message;
+  char     *request_id;
+  gboolean  too_deep;
 } BodyInfo;
 
 static void
@@ -127,13 +129,24 @@ parse_body (const char *body,
 {
   g_autoptr(JsonParser) parser = NULL;
   JsonObject *root;
+  JsonNode *root_node;
   JsonNode *error_node;
 
   if (body == NULL || len == 0)
     return;
 
+  if (len > G_MAXSSIZE)
+    len = G_MAXSSIZE;
+
+  /* No provider nests its errors that deep: refused unparsed. */
+  if (kaged_json_nested_deeper (body, len, KAGED_JSON_MAX_DEPTH))
+    {
+      info->too_deep = TRUE;
+      return;
+    }
+
   parser = json_parser_new ();
-  if (len > G_MAXSSIZE || !json_parser_load_from_data (parser, body, len, NULL))
+  if (!json_parser_load_from_data (parser, body, len, NULL))
     {
       /* A short plain-text body is still what the server said. */
       if (len <= 300 && body[0] != '<' && g_utf8_validate_len (body, len, NULL))
@@ -143,10 +156,12 @@ parse_body (const char *body,
       return;
     }
 
-  if (!JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)))
+  /* Only white space parses to no root at all. */
+  root_node = json_parser_get_root (parser);
+  if (root_node == NULL || !JSON_NODE_HOLDS_OBJECT (root_node))
     return;
 
-  root = json_node_get_object (json_parser_get_root (parser));
+  root = json_node_get_object (root_node);
   info->request_id = member_string (root, "request_id");
 
   error_node = json_object_get_member (root, "error");
@@ -865,8 +880,11 @@ kaged_classify_http_error (guint               status,
   GError *error;
 
   parse_body (body, len, &info);
-  retry_class = classify_fields (status, info.type, info.code, info.message, headers, now_ms,
-                                 &until_ms);
+  if (info.too_deep)
+    retry_class = KAGED_RETRY_CLASS_PROTOCOL_ERROR;
+  else
+    retry_class = classify_fields (status, info.type, info.code, info.message, headers, now_ms,
+                                   &until_ms);
 
   error = build_error (retry_class, status, info.message, until_ms);
   if (info.request_id != NULL)

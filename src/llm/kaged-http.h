@@ -10,6 +10,7 @@
 
 #include "kaged-chat.h"
 #include "kaged-clock.h"
+#include "kaged-json.h"
 #include "kaged-ndjson-parser.h"
 #include "kaged-provider.h"
 #include "kaged-sse-parser.h"
@@ -121,22 +122,6 @@ GError             *kaged_stream_decoder_error      (KagedStreamDecoder   *self,
                                                      const char           *code,
                                                      const char           *message);
 
-/* Lenient JSON access: the wrong type reads as absent. */
-JsonObject *kaged_json_get_object (JsonObject *object,
-                                   const char *name);
-JsonArray  *kaged_json_get_array  (JsonObject *object,
-                                   const char *name);
-const char *kaged_json_get_string (JsonObject *object,
-                                   const char *name);
-gboolean    kaged_json_get_int    (JsonObject *object,
-                                   const char *name,
-                                   gint64     *value);
-gboolean    kaged_json_get_bool   (JsonObject *object,
-                                   const char *name);
-JsonObject *kaged_json_parse_object (JsonParser  *parser,
-                                     const char  *data,
-                                     gsize        len,
-                                     GError     **error);
 const char *kaged_http_role_name  (KagedMessageRole role);
 void        kaged_http_add_message   (JsonBuilder *builder,
                                       const char  *role,

@@ -94,41 +94,8 @@ kaged_keyring_clear (KagedKeyring  *self,
   return KAGED_KEYRING_GET_IFACE (self)->clear (self, profile, cancellable, error);
 }
 
-/* The async variants run the blocking calls in a worker thread. */
-
-typedef struct
-{
-  char *profile;
-  char *key;
-} KeyringOp;
-
-static void
-keyring_op_free (KeyringOp *op)
-{
-  g_free (op->profile);
-  kaged_keyring_free_key (op->key);
-  g_free (op);
-}
-
-static GTask *
-keyring_task_new (KagedKeyring        *self,
-                  const char          *profile,
-                  const char          *key,
-                  GCancellable        *cancellable,
-                  GAsyncReadyCallback  callback,
-                  gpointer             user_data,
-                  gpointer             source_tag)
-{
-  GTask *task = g_task_new (self, cancellable, callback, user_data);
-  KeyringOp *op = g_new0 (KeyringOp, 1);
-
-  op->profile = g_strdup (profile);
-  op->key = g_strdup (key);
-  g_task_set_source_tag (task, source_tag);
-  g_task_set_task_data (task, op, (GDestroyNotify)keyring_op_free);
-
-  return task;
-}
+/* The lookup is also offered async: it runs in a worker thread, the
+ * profile name as its task data. */
 
 static void
 lookup_thread (GTask        *task,
@@ -136,11 +103,11 @@ lookup_thread (GTask        *task,
                gpointer      task_data,
                GCancellable *cancellable)
 {
-  KeyringOp *op = task_data;
+  const char *profile = task_data;
   g_autoptr(GError) error = NULL;
   char *key;
 
-  key = kaged_keyring_lookup (source_object, op->profile, cancellable, &error);
+  key = kaged_keyring_lookup (source_object, profile, cancellable, &error);
   if (error != NULL)
     g_task_return_error (task, g_steal_pointer (&error));
   else
@@ -159,8 +126,9 @@ kaged_keyring_lookup_async (KagedKeyring        *self,
   g_return_if_fail (KAGED_IS_KEYRING (self));
   g_return_if_fail (profile != NULL);
 
-  task = keyring_task_new (self, profile, NULL, cancellable, callback, user_data,
-                           kaged_keyring_lookup_async);
+  task = g_task_new (self, cancellable, callback, user_data);
+  g_task_set_source_tag (task, kaged_keyring_lookup_async);
+  g_task_set_task_data (task, g_strdup (profile), g_free);
   g_task_run_in_thread (task, lookup_thread);
 }
 
@@ -179,96 +147,6 @@ kaged_keyring_lookup_finish (KagedKeyring  *self,
   g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_keyring_lookup_async, NULL);
 
   return g_task_propagate_pointer (G_TASK (result), error);
-}
-
-static void
-store_thread (GTask        *task,
-              gpointer      source_object,
-              gpointer      task_data,
-              GCancellable *cancellable)
-{
-  KeyringOp *op = task_data;
-  g_autoptr(GError) error = NULL;
-
-  if (kaged_keyring_store (source_object, op->profile, op->key, cancellable, &error))
-    g_task_return_boolean (task, TRUE);
-  else
-    g_task_return_error (task, g_steal_pointer (&error));
-}
-
-void
-kaged_keyring_store_async (KagedKeyring        *self,
-                           const char          *profile,
-                           const char          *key,
-                           GCancellable        *cancellable,
-                           GAsyncReadyCallback  callback,
-                           gpointer             user_data)
-{
-  g_autoptr(GTask) task = NULL;
-
-  g_return_if_fail (KAGED_IS_KEYRING (self));
-  g_return_if_fail (profile != NULL);
-  g_return_if_fail (key != NULL);
-
-  task = keyring_task_new (self, profile, key, cancellable, callback, user_data,
-                           kaged_keyring_store_async);
-  g_task_run_in_thread (task, store_thread);
-}
-
-gboolean
-kaged_keyring_store_finish (KagedKeyring  *self,
-                            GAsyncResult  *result,
-                            GError       **error)
-{
-  g_return_val_if_fail (KAGED_IS_KEYRING (self), FALSE);
-  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
-  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_keyring_store_async, FALSE);
-
-  return g_task_propagate_boolean (G_TASK (result), error);
-}
-
-static void
-clear_thread (GTask        *task,
-              gpointer      source_object,
-              gpointer      task_data,
-              GCancellable *cancellable)
-{
-  KeyringOp *op = task_data;
-  g_autoptr(GError) error = NULL;
-
-  if (kaged_keyring_clear (source_object, op->profile, cancellable, &error))
-    g_task_return_boolean (task, TRUE);
-  else
-    g_task_return_error (task, g_steal_pointer (&error));
-}
-
-void
-kaged_keyring_clear_async (KagedKeyring        *self,
-                           const char          *profile,
-                           GCancellable        *cancellable,
-                           GAsyncReadyCallback  callback,
-                           gpointer             user_data)
-{
-  g_autoptr(GTask) task = NULL;
-
-  g_return_if_fail (KAGED_IS_KEYRING (self));
-  g_return_if_fail (profile != NULL);
-
-  task = keyring_task_new (self, profile, NULL, cancellable, callback, user_data,
-                           kaged_keyring_clear_async);
-  g_task_run_in_thread (task, clear_thread);
-}
-
-gboolean
-kaged_keyring_clear_finish (KagedKeyring  *self,
-                            GAsyncResult  *result,
-                            GError       **error)
-{
-  g_return_val_if_fail (KAGED_IS_KEYRING (self), FALSE);
-  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
-  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_keyring_clear_async, FALSE);
-
-  return g_task_propagate_boolean (G_TASK (result), error);
 }
 
 /* ------------------------------------------------------------------------ */

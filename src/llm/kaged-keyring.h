@@ -59,26 +59,9 @@ gboolean  kaged_keyring_store         (KagedKeyring         *self,
                                        const char           *key,
                                        GCancellable         *cancellable,
                                        GError              **error);
-void      kaged_keyring_store_async   (KagedKeyring         *self,
-                                       const char           *profile,
-                                       const char           *key,
-                                       GCancellable         *cancellable,
-                                       GAsyncReadyCallback   callback,
-                                       gpointer              user_data);
-gboolean  kaged_keyring_store_finish  (KagedKeyring         *self,
-                                       GAsyncResult         *result,
-                                       GError              **error);
 gboolean  kaged_keyring_clear         (KagedKeyring         *self,
                                        const char           *profile,
                                        GCancellable         *cancellable,
-                                       GError              **error);
-void      kaged_keyring_clear_async   (KagedKeyring         *self,
-                                       const char           *profile,
-                                       GCancellable         *cancellable,
-                                       GAsyncReadyCallback   callback,
-                                       gpointer              user_data);
-gboolean  kaged_keyring_clear_finish  (KagedKeyring         *self,
-                                       GAsyncResult         *result,
                                        GError              **error);
 void      kaged_keyring_free_key      (char                 *key);
 

@@ -136,8 +136,8 @@ kaged_ndjson_parser_feed (KagedNdjsonParser  *self,
                           gsize               len,
                           GError            **error)
 {
-  const char *p = data;
-  const char *end = data + len;
+  const char *p;
+  const char *end;
 
   g_return_val_if_fail (self != NULL, FALSE);
   g_return_val_if_fail (data != NULL || len == 0, FALSE);
@@ -147,6 +147,13 @@ kaged_ndjson_parser_feed (KagedNdjsonParser  *self,
       g_propagate_error (error, g_error_copy (self->failure));
       return FALSE;
     }
+
+  /* @data may be NULL then, where no arithmetic is defined. */
+  if (len == 0)
+    return TRUE;
+
+  p = data;
+  end = data + len;
 
   while (p < end)
     {
@@ -210,11 +217,11 @@ kaged_ndjson_parser_finish (KagedNdjsonParser  *self,
 
   if (self->line->len > 0)
     {
-      g_autofree char *last = g_strndup (self->line->str, self->line->len);
-      gsize len = self->line->len;
+      /* All of it, a NUL inside included. */
+      g_autoptr(GString) last = g_steal_pointer (&self->line);
 
-      g_string_truncate (self->line, 0);
-      ok = process_line (self, last, len, error);
+      self->line = g_string_sized_new (256);
+      ok = process_line (self, last->str, last->len, error);
     }
 
   return ok;

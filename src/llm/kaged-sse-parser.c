@@ -314,9 +314,13 @@ feed_lines (KagedSseParser  *self,
           if (!ok)
             return FALSE;
         }
-      else if (!process_line (self, p, eol - p, error))
+      else
         {
-          return FALSE;
+          /* The same cap as for a line split across chunks. */
+          if ((gsize)(eol - p) > self->max_size)
+            return fail_too_large (self, error);
+          if (!process_line (self, p, eol - p, error))
+            return FALSE;
         }
 
       p = next;
@@ -393,8 +397,8 @@ kaged_sse_parser_feed (KagedSseParser  *self,
                        gsize            len,
                        GError         **error)
 {
-  const char *p = data;
-  const char *end = data + len;
+  const char *p;
+  const char *end;
 
   g_return_val_if_fail (self != NULL, FALSE);
   g_return_val_if_fail (data != NULL || len == 0, FALSE);
@@ -404,6 +408,13 @@ kaged_sse_parser_feed (KagedSseParser  *self,
       g_propagate_error (error, g_error_copy (self->failure));
       return FALSE;
     }
+
+  /* @data may be NULL then, where no arithmetic is defined. */
+  if (len == 0)
+    return TRUE;
+
+  p = data;
+  end = data + len;
 
   while (!self->bom_done && p < end)
     {

@@ -25,7 +25,7 @@ struct _KagedPreferencesWindow
   AdwPreferencesWindow parent_instance;
 
   GSettings *settings;
-  KagedServices *services;
+  KagedCore *core;
 
   /* Template children */
   AdwComboRow *kind_row;
@@ -166,10 +166,10 @@ kaged_preferences_window_update_api_status (KagedPreferencesWindow *self)
   const char *url = NULL;
   const char *error = NULL;
 
-  if (self->services != NULL)
+  if (self->core != NULL)
     {
-      url = kaged_services_get_api_url (self->services);
-      error = kaged_services_get_api_error (self->services);
+      url = kaged_core_get_api_url (self->core);
+      error = kaged_core_get_api_error (self->core);
     }
 
   if (url != NULL)
@@ -192,7 +192,7 @@ kaged_preferences_window_finalize (GObject *object)
 {
   KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (object);
 
-  g_clear_object (&self->services);
+  g_clear_object (&self->core);
   g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (kaged_preferences_window_parent_class)->finalize (object);
@@ -315,34 +315,34 @@ kaged_preferences_window_new (GtkWindow *transient_for)
 }
 
 /**
- * kaged_preferences_window_set_services:
+ * kaged_preferences_window_set_core:
  * @self: a #KagedPreferencesWindow
- * @services: (nullable): the running services
+ * @core: (nullable): the running core
  *
- * Shows where the local HTTP API of @services listens, or why it could
- * not be switched on, and follows it while the window is open.
+ * Shows where the local HTTP API of @core listens, or why it could not be
+ * switched on, and follows it while the window is open.
  */
 void
-kaged_preferences_window_set_services (KagedPreferencesWindow *self,
-                                       KagedServices          *services)
+kaged_preferences_window_set_core (KagedPreferencesWindow *self,
+                                   KagedCore              *core)
 {
   g_return_if_fail (KAGED_IS_PREFERENCES_WINDOW (self));
-  g_return_if_fail (!services || KAGED_IS_SERVICES (services));
+  g_return_if_fail (!core || KAGED_IS_CORE (core));
 
-  if (self->services == services)
+  if (self->core == core)
     return;
 
-  if (self->services != NULL)
-    g_signal_handlers_disconnect_by_data (self->services, self);
+  if (self->core != NULL)
+    g_signal_handlers_disconnect_by_data (self->core, self);
 
-  g_set_object (&self->services, services);
+  g_set_object (&self->core, core);
 
-  if (services != NULL)
+  if (core != NULL)
     {
-      g_signal_connect_object (services, "notify::api-url",
+      g_signal_connect_object (core, "notify::api-url",
                                G_CALLBACK (kaged_preferences_window_update_api_status),
                                self, G_CONNECT_SWAPPED);
-      g_signal_connect_object (services, "notify::api-error",
+      g_signal_connect_object (core, "notify::api-error",
                                G_CALLBACK (kaged_preferences_window_update_api_status),
                                self, G_CONNECT_SWAPPED);
     }

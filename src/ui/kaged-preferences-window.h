@@ -7,7 +7,7 @@
 
 #include <adwaita.h>
 
-#include "kaged-services.h"
+#include "kaged-core.h"
 
 G_BEGIN_DECLS
 
@@ -17,7 +17,7 @@ G_DECLARE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, KAGED, P
                       AdwPreferencesWindow)
 
 KagedPreferencesWindow *kaged_preferences_window_new          (GtkWindow              *transient_for);
-void                    kaged_preferences_window_set_services (KagedPreferencesWindow *self,
-                                                               KagedServices          *services);
+void                    kaged_preferences_window_set_core     (KagedPreferencesWindow *self,
+                                                               KagedCore              *core);
 
 G_END_DECLS

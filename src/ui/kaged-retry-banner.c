@@ -35,8 +35,9 @@ typedef struct
  * waits (class, HTTP status, where the wait came from), the attempt, the
  * seconds left or the time it is scheduled for, and *Retry Now* and
  * *Cancel Retry*. It slides in while its #KagedRetryScheduler has a retry
- * pending and out when the retry starts, is cancelled or is no longer
- * needed. It redraws only when the scheduler's properties change — once a
+ * waiting, stays (with *Cancel Retry* only) while the retried run is under
+ * way, and slides out when the retry resolves, is cancelled or is no
+ * longer needed. It redraws only when the scheduler's properties change — once a
  * second while counting down.
  */
 struct _KagedRetryBanner
@@ -114,6 +115,15 @@ state_is_waiting (KagedRetrySchedulerState state)
          state == KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK;
 }
 
+/* Shown from the moment a retry waits until the retried run resolves:
+ * Cancel works all along, and cancels the run once it is under way. */
+static gboolean
+state_is_shown (KagedRetrySchedulerState state)
+{
+  return state != KAGED_RETRY_SCHEDULER_STATE_IDLE &&
+         state != KAGED_RETRY_SCHEDULER_STATE_CANCELLED;
+}
+
 static void
 kaged_retry_banner_update (KagedRetryBanner *self)
 {
@@ -122,26 +132,24 @@ kaged_retry_banner_update (KagedRetryBanner *self)
   g_autofree char *status = NULL;
   g_autofree char *remaining = NULL;
   const char *icon_name = "view-refresh-symbolic";
-  gboolean pending = FALSE;
+  gboolean shown;
   gboolean was_revealed;
 
   if (self->scheduler != NULL)
-    {
-      state = kaged_retry_scheduler_get_state (self->scheduler);
-      pending = kaged_retry_scheduler_is_pending (self->scheduler);
-    }
+    state = kaged_retry_scheduler_get_state (self->scheduler);
+  shown = state_is_shown (state);
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.retry-now",
                                  state_is_waiting (state));
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.cancel", pending);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.cancel", shown);
 
   was_revealed = gtk_revealer_get_reveal_child (self->revealer);
-  gtk_revealer_set_reveal_child (self->revealer, pending);
-  if (was_revealed != pending)
+  gtk_revealer_set_reveal_child (self->revealer, shown);
+  if (was_revealed != shown)
     g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_REVEALED]);
 
   /* While sliding out, the last words stay. */
-  if (!pending)
+  if (!shown)
     return;
 
   switch (state)
@@ -163,11 +171,11 @@ kaged_retry_banner_update (KagedRetryBanner *self)
       break;
 
     case KAGED_RETRY_SCHEDULER_STATE_DISPATCHING:
+    case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
       status = g_strdup (_("Retrying…"));
       break;
 
     case KAGED_RETRY_SCHEDULER_STATE_IDLE:
-    case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
     case KAGED_RETRY_SCHEDULER_STATE_CANCELLED:
     default:
       g_assert_not_reached ();
@@ -339,7 +347,7 @@ kaged_retry_banner_class_init (KagedRetryBannerClass *klass)
   /**
    * KagedRetryBanner:revealed:
    *
-   * Whether the banner is shown (or sliding in): a retry is pending.
+   * Whether the banner is shown (or sliding in): a retry waits or runs.
    */
   properties [PROP_REVEALED] =
     g_param_spec_boolean ("revealed", NULL, NULL,
@@ -524,7 +532,7 @@ kaged_retry_banner_set_scheduler (KagedRetryBanner    *self,
 /**
  * kaged_retry_banner_get_revealed:
  *
- * Returns: whether the banner shows (a retry is pending)
+ * Returns: whether the banner shows (a retry waits or runs)
  */
 gboolean
 kaged_retry_banner_get_revealed (KagedRetryBanner *self)

@@ -178,7 +178,7 @@ kaged_window_post (KagedWindow  *self,
                    const char   *content,
                    GError      **error)
 {
-  return kaged_session_manager_post (kaged_window_get_manager (self), session_id, content, error);
+  return kaged_core_post (self->core, session_id, content, error);
 }
 
 /**
@@ -202,8 +202,8 @@ kaged_window_stop (KagedWindow  *self,
     return FALSE;
 
   for (guint i = 0; i < runs->len; i++)
-    if (!kaged_session_manager_cancel (manager, self->session_id,
-                                       kaged_run_get_id (g_ptr_array_index (runs, i)), error))
+    if (!kaged_core_cancel_run (self->core, self->session_id,
+                                kaged_run_get_id (g_ptr_array_index (runs, i)), error))
       return FALSE;
 
   return TRUE;
@@ -213,18 +213,13 @@ static void
 regenerate (KagedWindow *self,
             gint64       message_id)
 {
-  KagedSessionManager *manager = kaged_window_get_manager (self);
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
-  gint64 anchor_id;
 
-  if (manager == NULL || self->session_id <= 0)
+  if (self->core == NULL || self->session_id <= 0)
     return;
 
-  anchor_id = kaged_session_manager_resolve_anchor (manager, self->session_id, message_id, &error);
-  if (anchor_id > 0)
-    receipt = kaged_retry_coordinator_regenerate (kaged_services_get_coordinator (self->services),
-                                                  self->session_id, anchor_id, &error);
+  receipt = kaged_core_regenerate (self->core, self->session_id, message_id, &error);
   if (receipt == NULL)
     {
       kaged_window_toast (self, error->message);

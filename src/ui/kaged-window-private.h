@@ -8,6 +8,7 @@
 #include <adwaita.h>
 
 #include "kaged-composer.h"
+#include "kaged-core.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-window.h"
@@ -19,7 +20,7 @@ struct _KagedWindow
   AdwApplicationWindow  parent_instance;
 
   GSettings            *settings;
-  KagedServices        *services;
+  KagedCore            *core;
   KagedSessionList     *session_list;
   GtkSingleSelection   *session_selection;
   GListModel           *conversation;
@@ -27,7 +28,6 @@ struct _KagedWindow
   GHashTable           *queued;     /* gint64 operator message ids waiting their turn */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
   gint64                session_id;
-  gulong                show_session_id;
   guint                 scroll_source;
   guint                 search_source;
   guint                 follow_end : 1;

@@ -28,9 +28,8 @@ delete_for_real (KagedWindow *self,
     return;
 
   /* Its retry must not start a run in a conversation that is going. */
-  if (self->services != NULL)
-    scheduler = kaged_retry_coordinator_lookup_scheduler (kaged_services_get_coordinator (self->services),
-                                                          session_id);
+  if (self->core != NULL)
+    scheduler = kaged_core_lookup_retry (self->core, session_id);
   if (scheduler != NULL && kaged_retry_scheduler_is_pending (scheduler))
     kaged_retry_scheduler_cancel (scheduler);
 

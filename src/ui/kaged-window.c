@@ -34,13 +34,13 @@ G_DEFINE_FINAL_TYPE (KagedWindow, kaged_window, ADW_TYPE_APPLICATION_WINDOW)
 KagedSessionManager *
 kaged_window_get_manager (KagedWindow *self)
 {
-  return self->services != NULL ? kaged_services_get_manager (self->services) : NULL;
+  return self->core != NULL ? kaged_core_get_manager (self->core) : NULL;
 }
 
 static KagedRetryCoordinator *
 get_coordinator (KagedWindow *self)
 {
-  return self->services != NULL ? kaged_services_get_coordinator (self->services) : NULL;
+  return self->core != NULL ? kaged_core_get_coordinator (self->core) : NULL;
 }
 
 /* ---------------------------------------------------------------------------
@@ -332,7 +332,7 @@ composer_send_cb (KagedWindow   *self,
     {
       g_autoptr(KagedSession) session = NULL;
 
-      session = kaged_session_manager_create_session (manager, NULL, &error);
+      session = kaged_core_create_session (self->core, NULL, &error);
       if (session == NULL)
         {
           kaged_window_toast (self, error->message);
@@ -403,15 +403,6 @@ run_changed_cb (KagedSessionManager *manager,
   if (kaged_run_get_status (run) != KAGED_RUN_STATUS_QUEUED)
     kaged_window_unmark_queued (self, kaged_run_get_anchor_id (run));
   update_composer (self);
-}
-
-static void
-services_show_session_cb (KagedServices *services,
-                          gint64         session_id,
-                          KagedWindow   *self)
-{
-  kaged_window_show_session (self, session_id);
-  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
 }
 
 /* ---------------------------------------------------------------------------
@@ -555,15 +546,14 @@ kaged_window_close_request (GtkWindow *window)
 }
 
 static void
-kaged_window_disconnect_services (KagedWindow *self)
+kaged_window_disconnect_core (KagedWindow *self)
 {
   KagedSessionManager *manager = kaged_window_get_manager (self);
 
-  if (self->services == NULL)
+  if (self->core == NULL)
     return;
 
   kaged_window_finish_deletes (self);
-  g_clear_signal_handler (&self->show_session_id, self->services);
   if (manager != NULL)
     g_signal_handlers_disconnect_by_data (manager, self);
   if (self->session_list != NULL)
@@ -572,7 +562,7 @@ kaged_window_disconnect_services (KagedWindow *self)
   gtk_single_selection_set_model (self->session_selection, NULL);
   g_clear_object (&self->session_list);
   set_conversation (self, NULL);
-  g_clear_object (&self->services);
+  g_clear_object (&self->core);
 }
 
 static void
@@ -580,7 +570,7 @@ kaged_window_dispose (GObject *object)
 {
   KagedWindow *self = KAGED_WINDOW (object);
 
-  kaged_window_disconnect_services (self);
+  kaged_window_disconnect_core (self);
   kaged_window_search_dispose (self);
   g_clear_handle_id (&self->scroll_source, g_source_remove);
   g_clear_object (&self->message_selection);
@@ -730,36 +720,34 @@ kaged_window_new (GtkApplication *application)
 }
 
 /**
- * kaged_window_set_services:
- * @services: (nullable): what runs behind the window
+ * kaged_window_set_core:
+ * @core: (nullable): the engine behind the window
  *
  * Connects the window to the running engine and shows the conversation
  * changed most recently.
  */
 void
-kaged_window_set_services (KagedWindow   *self,
-                           KagedServices *services)
+kaged_window_set_core (KagedWindow *self,
+                       KagedCore   *core)
 {
   KagedSessionManager *manager;
   gint64 session_id = 0;
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
-  g_return_if_fail (!services || KAGED_IS_SERVICES (services));
+  g_return_if_fail (!core || KAGED_IS_CORE (core));
 
-  kaged_window_disconnect_services (self);
+  kaged_window_disconnect_core (self);
   self->session_id = 0;
 
-  if (services == NULL)
+  if (core == NULL)
     {
       kaged_window_show_session (self, 0);
       return;
     }
 
-  self->services = g_object_ref (services);
+  self->core = g_object_ref (core);
   manager = kaged_window_get_manager (self);
 
-  self->show_session_id = g_signal_connect (services, "show-session",
-                                            G_CALLBACK (services_show_session_cb), self);
   g_signal_connect (manager, "session-changed", G_CALLBACK (session_changed_cb), self);
   g_signal_connect (manager, "run-changed", G_CALLBACK (run_changed_cb), self);
 

@@ -7,7 +7,7 @@
 
 #include <adwaita.h>
 
-#include "kaged-services.h"
+#include "kaged-core.h"
 
 G_BEGIN_DECLS
 
@@ -16,8 +16,8 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (KagedWindow, kaged_window, KAGED, WINDOW, AdwApplicationWindow)
 
 KagedWindow *kaged_window_new                  (GtkApplication *application);
-void         kaged_window_set_services         (KagedWindow    *self,
-                                                KagedServices  *services);
+void         kaged_window_set_core             (KagedWindow    *self,
+                                                KagedCore      *core);
 void         kaged_window_show_session         (KagedWindow    *self,
                                                 gint64          session_id);
 gint64       kaged_window_get_session_id       (KagedWindow    *self);

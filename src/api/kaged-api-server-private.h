@@ -1,0 +1,114 @@
+/* kaged-api-server-private.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <json-glib/json-glib.h>
+#include <libsoup/soup.h>
+
+#include "kaged-api-server.h"
+
+G_BEGIN_DECLS
+
+#define KAGED_API_PREFIX "/api/v1/"
+
+struct _KagedApiServer
+{
+  GObject              parent_instance;
+
+  KagedCore           *core;
+  KagedSessionManager *manager;     /* the core's */
+  char                *token;
+  SoupServer          *server;
+
+  GPtrArray           *urls;        /* char *, the addresses listened on */
+  GPtrArray           *streams;     /* KagedApiEventStream */
+
+  gsize                max_body_size;
+  guint                keepalive_interval;
+  guint                port;
+
+  gulong               signal_ids[7];
+};
+
+typedef enum
+{
+  KAGED_API_ROUTE_SESSIONS,
+  KAGED_API_ROUTE_SESSION,
+  KAGED_API_ROUTE_MESSAGES,
+  KAGED_API_ROUTE_REGENERATE,
+  KAGED_API_ROUTE_RUN,
+  KAGED_API_ROUTE_CANCEL,
+  KAGED_API_ROUTE_EVENTS,
+  KAGED_API_ROUTE_RETRY,
+  KAGED_API_ROUTE_RETRY_CANCEL,
+  KAGED_API_ROUTE_RETRY_NOW,
+} KagedApiRoute;
+
+typedef struct
+{
+  KagedApiRoute route;
+  gint64        session_id;
+  gint64        item_id;   /* the message or run */
+} KagedApiTarget;
+
+/* kaged-api-request.c: reading requests, writing answers */
+gboolean    kaged_api_parse_target          (const char         *path,
+                                             KagedApiTarget     *target);
+const char *kaged_api_route_allow           (KagedApiRoute       route);
+gboolean    kaged_api_method_allowed        (KagedApiRoute       route,
+                                             const char         *method);
+JsonObject *kaged_api_read_body             (SoupServerMessage  *msg,
+                                             gboolean            optional,
+                                             JsonParser        **out_parser);
+gboolean    kaged_api_read_string_member    (SoupServerMessage  *msg,
+                                             JsonObject         *object,
+                                             const char         *name,
+                                             gboolean            nullable,
+                                             const char        **value);
+gboolean    kaged_api_read_bool_parameter   (SoupServerMessage  *msg,
+                                             GHashTable         *query,
+                                             const char         *name,
+                                             gboolean           *value);
+gboolean    kaged_api_read_int_parameter    (SoupServerMessage  *msg,
+                                             GHashTable         *query,
+                                             const char         *name,
+                                             guint64             max,
+                                             guint64            *value);
+void        kaged_api_respond_json          (SoupServerMessage  *msg,
+                                             guint               status,
+                                             JsonBuilder        *builder);
+void        kaged_api_respond_error         (SoupServerMessage  *msg,
+                                             guint               status,
+                                             const char         *code,
+                                             const char         *message);
+void        kaged_api_respond_engine_error  (SoupServerMessage  *msg,
+                                             const GError       *error);
+void        kaged_api_respond_not_found     (SoupServerMessage  *msg);
+
+/* kaged-api-auth.c: what is checked before a body is read */
+void        kaged_api_auth_early_handler    (SoupServer         *server,
+                                             SoupServerMessage  *msg,
+                                             const char         *path,
+                                             GHashTable         *query,
+                                             gpointer            user_data);
+
+/* kaged-api-events.c: server-sent event streams */
+void        kaged_api_events_connect        (KagedApiServer     *self);
+void        kaged_api_events_disconnect     (KagedApiServer     *self);
+void        kaged_api_events_open           (KagedApiServer     *self,
+                                             SoupServerMessage  *msg,
+                                             gint64              session_id);
+void        kaged_api_events_end_all        (KagedApiServer     *self);
+void        kaged_api_event_stream_free     (gpointer            stream);
+
+/* kaged-api-routes.c: the endpoints */
+void        kaged_api_routes_handler        (SoupServer         *server,
+                                             SoupServerMessage  *msg,
+                                             const char         *path,
+                                             GHashTable         *query,
+                                             gpointer            user_data);
+
+G_END_DECLS

@@ -35,6 +35,7 @@ typedef struct
   KagedClock          *retry_clock;   /* the Tier 1 clock: fake where a test waits */
   KagedSession        *session;
   guint                n_deltas;      /* ::message-delta emissions */
+  gint64               last_delta_run; /* the run of the latest one */
   GPtrArray           *finished;      /* KagedRun, as ::run-changed reported them */
   double               input_price;
   double               output_price;
@@ -70,6 +71,7 @@ on_delta (KagedSessionManager *manager,
 {
   g_assert_true (g_utf8_validate (text, -1, NULL));
   fixture->n_deltas++;
+  fixture->last_delta_run = run_id;
 }
 
 static void
@@ -967,6 +969,111 @@ test_regenerate_earlier (Fixture       *fixture,
   g_assert_cmpstr (before, ==, after);
 }
 
+static gboolean
+run_has_text (Fixture  *fixture,
+              gpointer  data)
+{
+  return fixture->last_delta_run == GPOINTER_TO_SIZE (data);
+}
+
+/* The current messages' contents, in the order the store lists them. */
+static char *
+list_current (Fixture *fixture)
+{
+  g_autoptr(GPtrArray) messages = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GString) out = g_string_new (NULL);
+
+  messages = kaged_store_list_messages (fixture->store, kaged_session_get_id (fixture->session),
+                                        FALSE, 0, G_MAXUINT, &error);
+  g_assert_no_error (error);
+
+  for (guint i = 0; i < messages->len; i++)
+    {
+      if (i > 0)
+        g_string_append_c (out, ' ');
+      g_string_append (out, kaged_message_get_content (g_ptr_array_index (messages, i)));
+    }
+
+  return g_strdup (out->str);
+}
+
+/* Q2 and Q3 posted while A1 streams are answered in turn: each reply
+ * stands after its question, Q3's run sees A2, and regenerating Q3 leaves
+ * Q2 and its running reply alone. */
+static void
+test_conversation_order_with_queued_posts (Fixture       *fixture,
+                                           gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) q1 = NULL;
+  g_autoptr(KagedReceipt) q2 = NULL;
+  g_autoptr(KagedReceipt) q3 = NULL;
+  g_autoptr(KagedReceipt) regen = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedMessage) a2 = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *order = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  GBytes *body = NULL;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"A1\", \"chunks\": 2, \"delay_ms\": 20},"
+                        " {\"kind\": \"openai\", \"text\": \"A2 in ten pieces\", \"chunks\": 10, "
+                        "  \"delay_ms\": 30},"
+                        " {\"kind\": \"openai\", \"text\": \"A3\"}]");
+
+  q1 = post (fixture, "Q1");
+  wait_until (fixture, run_has_text, GSIZE_TO_POINTER (q1->run_id));
+  q2 = post (fixture, "Q2");
+  q3 = post (fixture, "Q3");
+  g_assert_cmpint (q3->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  /* A2 is streaming: it stands after Q2, before Q3. */
+  wait_until (fixture, run_has_text, GSIZE_TO_POINTER (q2->run_id));
+  a2 = get_reply (fixture, q2->run_id);
+  {
+    g_autoptr(GPtrArray) messages =
+      kaged_store_list_messages (fixture->store, session_id, FALSE, 0, G_MAXUINT, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpuint (messages->len, ==, 5);
+    g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (messages, 3)), ==,
+                     kaged_message_get_id (a2));
+  }
+
+  /* Nothing stands after Q3 yet: nothing is superseded, and Q2's run
+   * goes on. */
+  regen = kaged_session_manager_regenerate (fixture->manager, session_id, q3->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (regen->superseded_message_ids->len, ==, 0);
+  g_assert_cmpint (regen->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  wait_run (fixture, regen->run_id);
+
+  run = get_run (fixture, q2->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_clear_object (&run);
+  run = get_run (fixture, q3->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_CANCELLED);
+  g_clear_object (&a2);
+  a2 = get_reply (fixture, q2->run_id);
+  g_assert_false (kaged_message_is_superseded (a2));
+  g_assert_cmpint (kaged_message_get_status (a2), ==, KAGED_MESSAGE_STATUS_COMPLETE);
+
+  order = list_current (fixture);
+  g_assert_cmpstr (order, ==, "Q1 A1 Q2 A2 in ten pieces Q3 A3");
+
+  /* Q3's run was sent A2. */
+  body = kaged_fake_server_get_last_body (fixture->server, NULL);
+  g_assert_nonnull (g_strstr_len (g_bytes_get_data (body, NULL), g_bytes_get_size (body),
+                                  "A2 in ten pieces"));
+
+  /* The latest run in conversation order is Q3's newest. */
+  run = kaged_store_get_latest_run_in_conversation (fixture->store, session_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_run_get_id (run), ==, regen->run_id);
+}
+
 static void
 test_regenerate_invalid (Fixture       *fixture,
                          gconstpointer  data)
@@ -1507,6 +1614,7 @@ main (int   argc,
   ADD ("regenerate/latest-while-running", test_regenerate_latest_while_running);
   ADD ("regenerate/earlier", test_regenerate_earlier);
   ADD ("regenerate/invalid", test_regenerate_invalid);
+  ADD ("order/queued-posts", test_conversation_order_with_queued_posts);
   ADD ("overflow/compacts", test_context_overflow_compacts);
   ADD ("overflow/twice", test_context_overflow_twice);
   ADD ("overflow/summary-overflows", test_context_overflow_summary_overflows);

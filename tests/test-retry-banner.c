@@ -10,6 +10,7 @@
 #include "kaged-clock.h"
 #include "kaged-retry-banner.h"
 #include "kaged-retry-scheduler.h"
+#include "kaged-retry-text.h"
 #include "kaged-run.h"
 #include "kaged-test-doubles.h"
 
@@ -175,6 +176,124 @@ count_notify (GObject    *object,
               guint      *count)
 {
   (*count)++;
+}
+
+/* --- words ------------------------------------------------------------------- */
+
+static void
+test_format (void)
+{
+  static const struct {
+    gint64      seconds;
+    const char *text;
+  } durations[] = {
+    { 0, "0 s" }, { 1, "1 s" }, { 59, "59 s" }, { 60, "1 min" }, { 61, "1 min 1 s" },
+    { 299, "4 min 59 s" }, { 3000, "50 min" }, { 3600, "1 h" }, { 5400, "1 h 30 min" },
+  };
+  g_autofree char *today = NULL;
+  g_autofree char *today_12h = NULL;
+  g_autofree char *tomorrow = NULL;
+  g_autofree char *weekday = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (durations); i++)
+    {
+      g_autofree char *text = kaged_retry_format_duration (durations[i].seconds);
+
+      g_assert_cmpstr (text, ==, durations[i].text);
+    }
+
+  /* TZ=UTC; 13:42 on Tuesday 10 March 2026. */
+  today = kaged_retry_format_retry_after (START_WALL_MS + 50 * 60000, START_WALL_MS, FALSE);
+  g_assert_cmpstr (today, ==, "Retry after 14:32");
+  today_12h = kaged_retry_format_retry_after (START_WALL_MS + 50 * 60000, START_WALL_MS, TRUE);
+  g_assert_cmpstr (today_12h, ==, "Retry after 2:32 PM");
+  tomorrow = kaged_retry_format_retry_after (START_WALL_MS + 11 * 3600000, START_WALL_MS, FALSE);
+  g_assert_cmpstr (tomorrow, ==, "Retry tomorrow after 00:42");
+  weekday = kaged_retry_format_retry_after (START_WALL_MS + 3 * 86400000, START_WALL_MS, FALSE);
+  g_assert_cmpstr (weekday, ==, "Retry Friday after 13:42");
+}
+
+static void
+test_reason_texts (void)
+{
+  static const struct {
+    KagedRetryClass  retry_class;
+    guint            http_status;
+    gint64           advised_wait_ms;
+    const char      *reason;
+  } cases[] = {
+    { KAGED_RETRY_CLASS_OVERLOADED, 529, 0, "The provider is overloaded (HTTP 529)" },
+    { KAGED_RETRY_CLASS_SERVER_ERROR, 502, 0, "The provider had a server error (HTTP 502)" },
+    { KAGED_RETRY_CLASS_RATE_LIMITED, 429, 90000,
+      "Rate limited (HTTP 429) — the provider asked to wait 1 min 30 s" },
+    { KAGED_RETRY_CLASS_NETWORK, 0, 0, "The connection to the provider failed" },
+    { KAGED_RETRY_CLASS_RATE_LIMITED, 429, 1000,
+      "Rate limited (HTTP 429) — the provider asked to wait 1 s" },
+    { KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, 2 * 3600 * 1000,
+      "The provider’s quota is used up until it resets (HTTP 429) — the provider asked to wait 2 h" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *reason = kaged_retry_describe_reason (cases[i].retry_class,
+                                                             cases[i].http_status,
+                                                             cases[i].advised_wait_ms);
+
+      g_assert_cmpstr (reason, ==, cases[i].reason);
+    }
+
+  g_assert_cmpstr (kaged_retry_describe_wait_source ("backoff"), ==, "exponential backoff");
+  g_assert_cmpstr (kaged_retry_describe_wait_source ("retry-after"), ==,
+                   "the provider’s Retry-After header");
+  g_assert_cmpstr (kaged_retry_describe_wait_source ("x-ratelimit-reset"), ==,
+                   "the provider’s rate-limit reset time");
+  g_assert_cmpstr (kaged_retry_describe_wait_source ("provider-reset"), ==,
+                   "the provider’s quota reset time");
+}
+
+/* A retry scheduled for after midnight says "tomorrow" until midnight. */
+static void
+test_scheduled_across_midnight (Fixture       *f,
+                                gconstpointer  data)
+{
+  /* 13:42 + 11 h = 00:42 the next day. */
+  fail_run (f, 1, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, START_WALL_MS + 11 * 3600000, NULL);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry tomorrow after 00:42");
+
+  /* 23:59 → still tomorrow; 00:01 → today. */
+  advance (f, (10 * 60 + 17) * 60000);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry tomorrow after 00:42");
+  advance (f, 2 * 60000);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry after 00:42");
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
+  advance (f, 41 * 60000);
+  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
+}
+
+/* The desktop's 12h/24h choice, followed as it changes. */
+static void
+test_clock_format_setting (Fixture       *f,
+                           gconstpointer  data)
+{
+  g_autoptr(GSettings) settings = kaged_retry_new_interface_settings ();
+
+  if (settings == NULL)
+    {
+      g_test_skip ("org.gnome.desktop.interface is not installed");
+      return;
+    }
+
+  g_settings_reset (settings, "clock-format");
+  fail_run (f, 1, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, START_WALL_MS + 50 * 60000, NULL);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry after 14:32");
+
+  g_settings_set_string (settings, "clock-format", "12h");
+  iterate ();
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry after 2:32 PM");
+
+  g_settings_reset (settings, "clock-format");
+  iterate ();
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retry after 14:32");
 }
 
 /* --- tests ----------------------------------------------------------------------- */
@@ -488,6 +607,10 @@ main (int   argc,
   ADD ("cancel-while-retrying", test_cancel_while_retrying);
   ADD ("hidden-when-retry-succeeds", test_hidden_when_retry_succeeds);
   ADD ("narrow", test_narrow);
+  ADD ("scheduled-across-midnight", test_scheduled_across_midnight);
+  ADD ("clock-format-setting", test_clock_format_setting);
+  g_test_add_func ("/retry-banner/format", test_format);
+  g_test_add_func ("/retry-banner/reason-texts", test_reason_texts);
 
 #undef ADD
 

@@ -371,7 +371,6 @@ test_arming_matrix (Fixture       *f,
                 assert_state (f, KAGED_RETRY_SCHEDULER_STATE_ARMED);
                 g_assert_cmpint (kaged_retry_scheduler_get_retry_class (f->scheduler), ==,
                                  classes[c].retry_class);
-                g_assert_nonnull (kaged_retry_scheduler_get_reason (f->scheduler));
                 n_armed++;
               }
             else
@@ -428,9 +427,7 @@ test_retry_after_countdown (Fixture       *f,
   g_assert_cmpint (kaged_retry_scheduler_get_next_eligible_time (f->scheduler), ==,
                    START_WALL_MS + 40000);
   g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (f->scheduler), ==, "retry-after");
-  g_assert_cmpstr (kaged_retry_scheduler_get_reason (f->scheduler), ==,
-                   "Rate limited — the provider asked to wait 40 s");
-  g_assert_null (kaged_retry_scheduler_get_scheduled_label (f->scheduler));
+  g_assert_cmpint (kaged_retry_scheduler_get_advised_wait_ms (f->scheduler), ==, 40000);
 
   /* The next wake-up is the next whole second, not sooner. */
   g_assert_cmpuint (kaged_fake_clock_next_deadline (KAGED_FAKE_CLOCK (f->clock)), ==, 1000);
@@ -527,32 +524,33 @@ test_countdown_fraction (Fixture       *f,
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
 }
 
+/* Why a retry waits, as data: the class, the HTTP status, how long the
+ * provider asked to wait and where the wait came from. */
 static void
-test_reason_texts (Fixture       *f,
-                   gconstpointer  data)
+test_wait_data (Fixture       *f,
+                gconstpointer  data)
 {
   static const struct {
     RunSpec     spec;
-    const char *reason;
+    gint64      advised_wait_ms;
     const char *wait_source;
   } cases[] = {
     { { 1, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_OVERLOADED, TRUE, 0, 529, NULL, 0 },
-      "The provider is overloaded (HTTP 529)", "backoff" },
+      0, "backoff" },
     { { 2, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_SERVER_ERROR, TRUE, 0, 502, NULL, 0 },
-      "The provider had a server error (HTTP 502)", "backoff" },
+      0, "backoff" },
     { { 3, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_RATE_LIMITED, TRUE,
         START_WALL_MS + 90000, 429, "retry-after-ms", 90000 },
-      "Rate limited (HTTP 429) — the provider asked to wait 1 min 30 s", "retry-after-ms" },
+      90000, "retry-after-ms" },
     { { 4, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_NETWORK, TRUE, 0, 0, NULL, 0 },
-      "The connection to the provider failed", "backoff" },
+      0, "backoff" },
     /* A provider wait shorter than the backoff: the backoff decides. */
     { { 5, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_RATE_LIMITED, TRUE,
         START_WALL_MS + 1000, 429, "retry-after", 1000 },
-      "Rate limited (HTTP 429) — the provider asked to wait 1 s", "backoff" },
+      1000, "backoff" },
     { { 6, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, TRUE,
         START_WALL_MS + 2 * 3600 * 1000, 429, NULL, 0 },
-      "The provider’s quota is used up until it resets (HTTP 429) — the provider asked to wait 2 h",
-      "provider-reset" },
+      2 * 3600 * 1000, "provider-reset" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -563,53 +561,15 @@ test_reason_texts (Fixture       *f,
       kaged_retry_scheduler_run_finished (f->scheduler, run);
 
       g_assert_true (kaged_retry_scheduler_is_pending (f->scheduler));
-      g_assert_cmpstr (kaged_retry_scheduler_get_reason (f->scheduler), ==, cases[i].reason);
+      g_assert_cmpint (kaged_retry_scheduler_get_retry_class (f->scheduler), ==,
+                       cases[i].spec.retry_class);
+      g_assert_cmpint (kaged_retry_scheduler_get_advised_wait_ms (f->scheduler), ==,
+                       cases[i].advised_wait_ms);
       g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (f->scheduler), ==,
                        cases[i].wait_source);
       g_assert_cmpuint (kaged_retry_scheduler_get_http_status (f->scheduler), ==,
                         cases[i].spec.http_status);
     }
-
-  g_assert_cmpstr (kaged_retry_describe_wait_source ("backoff"), ==, "exponential backoff");
-  g_assert_cmpstr (kaged_retry_describe_wait_source ("retry-after"), ==,
-                   "the provider’s Retry-After header");
-  g_assert_cmpstr (kaged_retry_describe_wait_source ("x-ratelimit-reset"), ==,
-                   "the provider’s rate-limit reset time");
-  g_assert_cmpstr (kaged_retry_describe_wait_source ("provider-reset"), ==,
-                   "the provider’s quota reset time");
-}
-
-static void
-test_format (void)
-{
-  static const struct {
-    gint64      seconds;
-    const char *text;
-  } durations[] = {
-    { 0, "0 s" }, { 1, "1 s" }, { 59, "59 s" }, { 60, "1 min" }, { 61, "1 min 1 s" },
-    { 299, "4 min 59 s" }, { 3000, "50 min" }, { 3600, "1 h" }, { 5400, "1 h 30 min" },
-  };
-  g_autofree char *today = NULL;
-  g_autofree char *today_12h = NULL;
-  g_autofree char *tomorrow = NULL;
-  g_autofree char *weekday = NULL;
-
-  for (guint i = 0; i < G_N_ELEMENTS (durations); i++)
-    {
-      g_autofree char *text = kaged_retry_format_duration (durations[i].seconds);
-
-      g_assert_cmpstr (text, ==, durations[i].text);
-    }
-
-  /* TZ=UTC; 13:42 on Tuesday 10 March 2026. */
-  today = kaged_retry_format_retry_after (START_WALL_MS + 50 * 60000, START_WALL_MS, FALSE);
-  g_assert_cmpstr (today, ==, "Retry after 14:32");
-  today_12h = kaged_retry_format_retry_after (START_WALL_MS + 50 * 60000, START_WALL_MS, TRUE);
-  g_assert_cmpstr (today_12h, ==, "Retry after 2:32 PM");
-  tomorrow = kaged_retry_format_retry_after (START_WALL_MS + 11 * 3600000, START_WALL_MS, FALSE);
-  g_assert_cmpstr (tomorrow, ==, "Retry tomorrow after 00:42");
-  weekday = kaged_retry_format_retry_after (START_WALL_MS + 3 * 86400000, START_WALL_MS, FALSE);
-  g_assert_cmpstr (weekday, ==, "Retry Friday after 13:42");
 }
 
 static void
@@ -626,8 +586,6 @@ test_scheduled (Fixture       *f,
   kaged_retry_scheduler_run_finished (f->scheduler, run);
 
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry after 14:32");
   g_assert_cmpint (kaged_retry_scheduler_get_next_eligible_time (f->scheduler), ==,
                    START_WALL_MS + 50 * 60000);
   g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (f->scheduler), ==, "provider-reset");
@@ -647,7 +605,6 @@ test_scheduled (Fixture       *f,
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
   g_assert_cmpint (f->dispatcher->last_anchor_id, ==, ANCHOR_ID);
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_WATCHING);
-  g_assert_null (kaged_retry_scheduler_get_scheduled_label (f->scheduler));
 }
 
 static void
@@ -662,82 +619,12 @@ test_scheduled_wall_clock (Fixture       *f,
 
   kaged_retry_scheduler_run_finished (f->scheduler, run);
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry after 14:02");
 
   /* The machine slept through the announced time: monotonic time stood
    * still, wall time did not. The retry still comes within a minute. */
   kaged_fake_clock_set_wall_ms (KAGED_FAKE_CLOCK (f->clock), START_WALL_MS + 30 * 60000);
   advance (f, 60000);
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
-}
-
-/* A retry scheduled for after midnight says "tomorrow" until midnight. */
-static void
-test_scheduled_across_midnight (Fixture       *f,
-                                gconstpointer  data)
-{
-  /* 13:42 + 11 h = 00:42 the next day. */
-  RunSpec spec = {
-    9, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, TRUE,
-    START_WALL_MS + 11 * 3600000, 429, NULL, 0,
-  };
-  g_autoptr(KagedRun) run = make_run (&spec);
-
-  kaged_retry_scheduler_run_finished (f->scheduler, run);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry tomorrow after 00:42");
-
-  /* 23:59 → still tomorrow; 00:01 → today. */
-  advance (f, (10 * 60 + 17) * 60000);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry tomorrow after 00:42");
-  advance (f, 2 * 60000);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry after 00:42");
-  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
-  advance (f, 41 * 60000);
-  g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
-}
-
-static void
-test_clock_format_setting (Fixture       *f,
-                           gconstpointer  data)
-{
-  GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
-  g_autoptr(GSettingsSchema) schema = NULL;
-  g_autoptr(GSettings) settings = NULL;
-  RunSpec spec = {
-    9, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, TRUE,
-    START_WALL_MS + 50 * 60000, 429, NULL, 0,
-  };
-  g_autoptr(KagedRun) run = make_run (&spec);
-  guint n_label = 0;
-
-  if (source != NULL)
-    schema = g_settings_schema_source_lookup (source, "org.gnome.desktop.interface", TRUE);
-  if (schema == NULL || !g_settings_schema_has_key (schema, "clock-format"))
-    {
-      g_test_skip ("org.gnome.desktop.interface is not installed");
-      return;
-    }
-
-  settings = g_settings_new ("org.gnome.desktop.interface");
-  g_settings_reset (settings, "clock-format");
-
-  kaged_retry_scheduler_run_finished (f->scheduler, run);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry after 14:32");
-
-  g_signal_connect (f->scheduler, "notify::scheduled-label", G_CALLBACK (count_notify), &n_label);
-  g_settings_set_string (settings, "clock-format", "12h");
-  iterate ();
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry after 2:32 PM");
-  g_assert_cmpuint (n_label, ==, 1);
-
-  g_settings_reset (settings, "clock-format");
-  iterate ();
 }
 
 /* --- cancel ------------------------------------------------------------------ */
@@ -785,7 +672,6 @@ test_cancel_scheduled (Fixture       *f,
   kaged_retry_scheduler_run_finished (f->scheduler, run);
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
   g_assert_true (kaged_retry_scheduler_cancel (f->scheduler));
-  g_assert_null (kaged_retry_scheduler_get_scheduled_label (f->scheduler));
   assert_no_run_after_cancel (f, 0);
 }
 
@@ -1046,7 +932,8 @@ test_operator_post_disarms (Fixture       *f,
   kaged_retry_scheduler_operator_posted (f->scheduler);
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_IDLE);
   g_assert_cmpuint (kaged_retry_scheduler_get_attempt (f->scheduler), ==, 0);
-  g_assert_null (kaged_retry_scheduler_get_reason (f->scheduler));
+  g_assert_cmpint (kaged_retry_scheduler_get_retry_class (f->scheduler), ==,
+                   KAGED_RETRY_CLASS_NONE);
   advance (f, 600000);
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 0);
 
@@ -1184,7 +1071,8 @@ test_restart_armed (Fixture       *f,
   g_assert_cmpuint (kaged_retry_scheduler_get_attempt (f->scheduler), ==, 2);
   g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (f->scheduler), ==, 2);
   g_assert_cmpint (kaged_retry_scheduler_get_anchor_id (f->scheduler), ==, ANCHOR_ID);
-  g_assert_nonnull (kaged_retry_scheduler_get_reason (f->scheduler));
+  g_assert_cmpint (kaged_retry_scheduler_get_retry_class (f->scheduler), !=,
+                   KAGED_RETRY_CLASS_NONE);
   advance (f, 1999);
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
   advance (f, 1);
@@ -1229,8 +1117,6 @@ test_restart_scheduled (Fixture       *f,
   assert_state (f, KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
   g_assert_cmpint (kaged_retry_scheduler_get_next_eligible_time (f->scheduler), ==,
                    START_WALL_MS + 50 * 60000);
-  g_assert_cmpstr (kaged_retry_scheduler_get_scheduled_label (f->scheduler), ==,
-                   "Retry after 14:32");
   g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (f->scheduler), ==, "provider-reset");
 
   advance (f, 40 * 60000 - 1);
@@ -1293,8 +1179,9 @@ test_restart_dispatching (Fixture       *f,
   snapshot->wait_source = g_strdup ("backoff");
 
   kaged_retry_scheduler_restore (f->scheduler, snapshot);
-  g_assert_cmpstr (kaged_retry_scheduler_get_reason (f->scheduler), ==,
-                   "The provider is overloaded (HTTP 529)");
+  g_assert_cmpint (kaged_retry_scheduler_get_retry_class (f->scheduler), ==,
+                   KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpuint (kaged_retry_scheduler_get_http_status (f->scheduler), ==, 529);
   g_assert_cmpuint (kaged_retry_scheduler_get_attempt (f->scheduler), ==, 4);
   iterate ();
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
@@ -1414,8 +1301,10 @@ test_store_backed (void)
                                          state_store, clock, G_NETWORK_MONITOR (monitor));
   g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==, KAGED_RETRY_SCHEDULER_STATE_ARMED);
   g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (scheduler), ==, 30);
-  g_assert_cmpstr (kaged_retry_scheduler_get_reason (scheduler), ==,
-                   "Rate limited (HTTP 429) — the provider asked to wait 40 s");
+  g_assert_cmpint (kaged_retry_scheduler_get_retry_class (scheduler), ==,
+                   KAGED_RETRY_CLASS_RATE_LIMITED);
+  g_assert_cmpuint (kaged_retry_scheduler_get_http_status (scheduler), ==, 429);
+  g_assert_cmpint (kaged_retry_scheduler_get_advised_wait_ms (scheduler), ==, 40000);
   g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (scheduler), ==, "retry-after");
 
   /* The engine replays the latest run: not a second failure. */
@@ -1607,8 +1496,10 @@ test_engine_end_to_end (void)
   g_assert_cmpint (kaged_retry_scheduler_get_remaining_seconds (glue.scheduler), ==, 60);
   g_assert_cmpint (kaged_retry_scheduler_get_anchor_id (glue.scheduler), ==, receipt->message_id);
   g_assert_cmpstr (kaged_retry_scheduler_get_wait_source (glue.scheduler), ==, "retry-after");
-  g_assert_cmpstr (kaged_retry_scheduler_get_reason (glue.scheduler), ==,
-                   "The provider is overloaded (HTTP 529) — the provider asked to wait 1 min");
+  g_assert_cmpint (kaged_retry_scheduler_get_retry_class (glue.scheduler), ==,
+                   KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpuint (kaged_retry_scheduler_get_http_status (glue.scheduler), ==, 529);
+  g_assert_cmpint (kaged_retry_scheduler_get_advised_wait_ms (glue.scheduler), ==, 60000);
   g_assert_cmpuint (kaged_fake_server_get_n_requests (server, NULL), ==, 1);
 
   /* Not a moment early. */
@@ -1678,7 +1569,6 @@ main (int   argc,
   g_test_add ("/retry-scheduler/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
   g_test_add_func ("/retry-scheduler/delay-table", test_delay_table);
-  g_test_add_func ("/retry-scheduler/format", test_format);
   g_test_add_func ("/retry-scheduler/enum-nicks", test_enum_nicks);
   g_test_add_func ("/retry-scheduler/store-backed", test_store_backed);
   g_test_add_func ("/retry-scheduler/engine-end-to-end", test_engine_end_to_end);
@@ -1687,11 +1577,9 @@ main (int   argc,
   ADD ("retry-after-countdown", test_retry_after_countdown);
   ADD ("boundary-300s", test_boundary_300s);
   ADD ("countdown-fraction", test_countdown_fraction);
-  ADD ("reason-texts", test_reason_texts);
+  ADD ("wait-data", test_wait_data);
   ADD ("scheduled", test_scheduled);
   ADD ("scheduled-wall-clock", test_scheduled_wall_clock);
-  ADD ("scheduled-across-midnight", test_scheduled_across_midnight);
-  ADD ("clock-format-setting", test_clock_format_setting);
   ADD ("cancel/armed", test_cancel_armed);
   ADD ("cancel/scheduled", test_cancel_scheduled);
   ADD ("cancel/waiting-for-network", test_cancel_waiting_for_network);

@@ -473,11 +473,27 @@ test_migrations (Fixture       *fixture,
       store = kaged_store_open_with_clock (db_path, fixture->clock, &error);
       g_assert_no_error (error);
       check_migrated_rows (store);
+      if (version >= 2)
+        {
+          /* Replies written after later questions read in conversation
+           * order once migrated. */
+          g_autoptr(GPtrArray) queued = list_all (store, 3, FALSE);
+          g_autoptr(GArray) ids = ids_of (queued);
+          const gint64 expected[] = { 9, 10, 11, 13, 12, 14 };
+
+          assert_ids (ids, expected, G_N_ELEMENTS (expected));
+        }
       g_clear_object (&store);
 
       db = raw_open (db_path);
       g_assert_cmpint (raw_int (db, "PRAGMA user_version"), ==, KAGED_STORE_SCHEMA_VERSION);
       g_assert_cmpint (raw_int (db, "SELECT count (*) FROM pragma_foreign_key_check"), ==, 0);
+      /* Every reply knows the operator message its run answers. */
+      g_assert_cmpint (raw_int (db, "SELECT count (*) FROM messages m JOIN runs r "
+                                    "ON r.id = m.run_id WHERE m.role = 'agent' AND "
+                                    "m.anchor_id IS NOT r.anchor_id"), ==, 0);
+      g_assert_cmpint (raw_int (db, "SELECT count (*) FROM messages WHERE role <> 'agent' "
+                                    "AND anchor_id IS NOT NULL"), ==, 0);
       {
         g_autofree char *check = raw_text (db, "PRAGMA integrity_check");
         g_assert_cmpstr (check, ==, "ok");
@@ -1015,6 +1031,134 @@ assert_open_fails_untouched (Fixture         *fixture,
 
   after = read_bytes (fixture->path);
   g_assert_true (g_bytes_equal (before, after));
+}
+
+/* Q2 and Q3 posted while A1 was written: every listing, count and
+ * supersession follows conversation order, not the order rows were
+ * written in. */
+static void
+test_conversation_order (Fixture       *fixture,
+                         gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autoptr(KagedSession) session = add_session (store, "Queued");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) superseded = NULL;
+  g_autoptr(KagedRun) latest = NULL;
+  gint64 session_id = kaged_session_get_id (session);
+  gint64 q1, q2, q3, r1, r2, r3, r3b, a1, a2, a3, a3b;
+  guint n = 0;
+
+  q1 = add_operator (store, session_id, "Q1");
+  r1 = add_run (store, session_id, q1, KAGED_RUN_STATUS_RUNNING);
+  a1 = add_agent (store, session_id, r1, "A1", KAGED_MESSAGE_STATUS_STREAMING);
+  q2 = add_operator (store, session_id, "Q2");
+  r2 = add_run (store, session_id, q2, KAGED_RUN_STATUS_QUEUED);
+  q3 = add_operator (store, session_id, "Q3");
+  r3 = add_run (store, session_id, q3, KAGED_RUN_STATUS_QUEUED);
+  a2 = add_agent (store, session_id, r2, "A2", KAGED_MESSAGE_STATUS_COMPLETE);
+  a3 = add_agent (store, session_id, r3, "A3", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  {
+    g_autoptr(GPtrArray) all = list_all (store, session_id, FALSE);
+    g_autoptr(GArray) ids = ids_of (all);
+    const gint64 expected[] = { q1, a1, q2, a2, q3, a3 };
+
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+
+  /* Pages from a message, before a message and at a position. */
+  {
+    g_autoptr(GPtrArray) page = kaged_store_list_messages (store, session_id, FALSE, a2, 2,
+                                                           &error);
+    g_autoptr(GArray) ids = NULL;
+    const gint64 expected[] = { q3, a3 };
+
+    g_assert_no_error (error);
+    ids = ids_of (page);
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+  {
+    g_autoptr(GPtrArray) page = kaged_store_list_messages_before (store, session_id, FALSE,
+                                                                  q3, 2, &error);
+    g_autoptr(GArray) ids = NULL;
+    const gint64 expected[] = { q2, a2 };
+
+    g_assert_no_error (error);
+    ids = ids_of (page);
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+  {
+    g_autoptr(GPtrArray) page = kaged_store_list_messages_at (store, session_id, FALSE, 2, 3,
+                                                              FALSE, &error);
+    g_autoptr(GArray) ids = NULL;
+    const gint64 expected[] = { q2, a2, q3 };
+
+    g_assert_no_error (error);
+    ids = ids_of (page);
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+  {
+    g_autoptr(GPtrArray) page = kaged_store_list_messages_at (store, session_id, FALSE, 1, 3,
+                                                              TRUE, &error);
+    g_autoptr(GArray) ids = NULL;
+    const gint64 expected[] = { q2, a2, q3 };
+
+    g_assert_no_error (error);
+    ids = ids_of (page);
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+
+  g_assert_true (kaged_store_count_messages_after (store, session_id, FALSE, a2, &n, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (n, ==, 2);
+  g_assert_true (kaged_store_count_messages_after (store, session_id, FALSE, q1, &n, &error));
+  g_assert_cmpuint (n, ==, 5);
+
+  /* Regenerating Q3 supersedes its reply only, not A2 written after it. */
+  r3b = add_run (store, session_id, q3, KAGED_RUN_STATUS_RUNNING);
+  g_assert_true (kaged_store_supersede_after (store, session_id, q3, r3b, &superseded, &error));
+  g_assert_no_error (error);
+  {
+    const gint64 expected[] = { a3 };
+
+    assert_ids (superseded, expected, G_N_ELEMENTS (expected));
+  }
+  a3b = add_agent (store, session_id, r3b, "A3 again", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  {
+    g_autoptr(GPtrArray) all = list_all (store, session_id, TRUE);
+    g_autoptr(GArray) ids = ids_of (all);
+    const gint64 expected[] = { q1, a1, q2, a2, q3, a3, a3b };
+
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+  {
+    g_autoptr(GPtrArray) versions = kaged_store_list_versions (store, q3, &error);
+    g_autoptr(GArray) ids = NULL;
+    const gint64 expected[] = { a3, a3b };
+
+    g_assert_no_error (error);
+    ids = ids_of (versions);
+    assert_ids (ids, expected, G_N_ELEMENTS (expected));
+  }
+
+  /* The conversation ends with Q3's newest run, even once a run for an
+   * earlier question is created later. */
+  add_run (store, session_id, q2, KAGED_RUN_STATUS_QUEUED);
+  latest = kaged_store_get_latest_run_in_conversation (store, session_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_run_get_id (latest), ==, r3b);
+  g_clear_object (&latest);
+
+  {
+    g_autoptr(KagedSession) empty = add_session (store, "Empty");
+
+    latest = kaged_store_get_latest_run_in_conversation (store, kaged_session_get_id (empty),
+                                                         &error);
+    g_assert_null (latest);
+    g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+  }
 }
 
 static void
@@ -1712,7 +1856,9 @@ test_checkpoints (Fixture       *fixture,
    * writer waiting for it. */
   add_big_messages (store, session_id, 40);
   deadline = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
-  while (file_size (fixture->path) <= 300 * 1024 && g_get_monotonic_time () < deadline)
+  /* The thread counts a checkpoint once it is over, after the file grew. */
+  while ((file_size (fixture->path) <= 300 * 1024 || kaged_store_get_n_checkpoints (store) == 0) &&
+         g_get_monotonic_time () < deadline)
     g_usleep (10 * 1000);
   g_assert_cmpuint (kaged_store_get_n_checkpoints (store), >=, 1);
   g_assert_cmpint (file_size (fixture->path), >, 300 * 1024);
@@ -1778,6 +1924,7 @@ main (int   argc,
   ADD_TEST ("/store/versions", test_versions);
   ADD_TEST ("/store/interrupted", test_interrupted);
   ADD_TEST ("/store/paging", test_paging);
+  ADD_TEST ("/store/conversation-order", test_conversation_order);
   ADD_TEST ("/store/not-a-database", test_not_a_database);
   ADD_TEST ("/store/too-new", test_too_new);
   ADD_TEST ("/store/locked", test_locked);

@@ -15,6 +15,7 @@
 #include "kaged-composer.h"
 #include "kaged-desktop.h"
 #include "kaged-fake-server.h"
+#include "kaged-message-row.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-store-search.h"
@@ -199,6 +200,27 @@ label_shows (GtkWidget  *widget,
   return FALSE;
 }
 
+/* The row on screen showing the message @message_id. */
+static KagedMessageRow *
+row_of (Fixture *fixture,
+        gint64   message_id)
+{
+  GtkWidget *view = child (fixture, "message_view");
+
+  for (GtkWidget *item = gtk_widget_get_first_child (view); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row) &&
+          kaged_message_row_get_message (KAGED_MESSAGE_ROW (row)) != NULL &&
+          kaged_message_get_id (kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))) == message_id)
+        return KAGED_MESSAGE_ROW (row);
+    }
+
+  return NULL;
+}
+
 static gboolean
 reply_complete (Fixture       *fixture,
                 gconstpointer  data)
@@ -374,6 +396,15 @@ test_regenerate (Fixture       *fixture,
   g_assert_no_error (error);
   g_assert_cmpuint (versions->len, ==, 2);
   g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (versions, 0)), ==, first_reply);
+
+  /* The reply's pager reads the two versions. */
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  {
+    KagedMessageRow *row = row_of (fixture, kaged_message_get_id (shown_message (fixture, 1)));
+
+    g_assert_nonnull (row);
+    g_assert_cmpuint (g_list_model_get_n_items (kaged_message_row_get_versions (row)), ==, 2);
+  }
 }
 
 static gboolean

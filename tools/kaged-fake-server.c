@@ -53,6 +53,8 @@ static const char scenario_help[] =
   "  cut_after_chunks  close the connection after this many chunks\n"
   "  hang              true: never answer, until the client goes away\n"
   "  hang_after_chunks stream this many chunks, then go silent\n"
+  "  repeat_chunks     true: after the last chunk start again from the first,\n"
+  "                    until the client goes away (a stream without end)\n"
   "\n"
   "Generated streams in a provider's wire format:\n"
   "  kind              \"openai\" | \"anthropic\" | \"ollama\"\n"
@@ -145,6 +147,7 @@ struct _Job
 
   guint              hang : 1;
   guint              hang_at_end : 1;
+  guint              repeat_chunks : 1;
   guint              paused : 1;
   guint              closing : 1;
   guint              mid_chunk : 1;
@@ -328,6 +331,14 @@ check_step (JsonNode  *node,
           else if (!json_object_has_member (object, "sse") && !json_object_has_member (object, "line"))
             goto bad_chunk;
         }
+    }
+
+  if ((member = json_object_get_member (step, "repeat_chunks")) != NULL &&
+      (!JSON_NODE_HOLDS_VALUE (member) || json_node_get_value_type (member) != G_TYPE_BOOLEAN))
+    {
+      g_set_error_literal (error, KAGED_FAKE_SERVER_ERROR, KAGED_FAKE_SERVER_ERROR_SCENARIO,
+                           "“repeat_chunks” must be true or false");
+      return FALSE;
     }
 
   if ((member = json_object_get_member (step, "headers")) != NULL)
@@ -978,6 +989,8 @@ build_job (Job        *job,
   job->cut_after_bytes = get_int (step, "cut_after_bytes", -1);
   job->cut_after_chunks = get_int (step, "cut_after_chunks", -1);
   job->hang = json_object_has_member (step, "hang") && json_object_get_boolean_member (step, "hang");
+  job->repeat_chunks = json_object_has_member (step, "repeat_chunks") &&
+                       json_object_get_boolean_member (step, "repeat_chunks");
   job->headers = soup_message_headers_new (SOUP_MESSAGE_HEADERS_RESPONSE);
 
   if (json_object_has_member (step, "headers"))
@@ -1126,9 +1139,29 @@ job_piece_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+static gboolean
+job_round_cb (gpointer user_data)
+{
+  Job *job = user_data;
+
+  job_clear_timeout (job);
+  job_next (job);
+
+  return G_SOURCE_REMOVE;
+}
+
 static void
 job_next (Job *job)
 {
+  /* An endless stream starts its next round from the main loop, so that
+   * what was appended is written out first. */
+  if (job->repeat_chunks && job->index > 0 && job->index == job->pieces->len)
+    {
+      job->index = 0;
+      job_schedule (job, 1, job_round_cb);
+      return;
+    }
+
   while (job->index < job->pieces->len)
     {
       Piece *piece = g_ptr_array_index (job->pieces, job->index);
@@ -1141,6 +1174,12 @@ job_next (Job *job)
           return;
         }
       job_send_piece (job);
+    }
+
+  if (job->repeat_chunks && job->index > 0)
+    {
+      job_next (job);
+      return;
     }
 
   if (job->hang_at_end)

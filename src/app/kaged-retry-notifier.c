@@ -11,6 +11,7 @@
 #include <gtk/gtk.h>
 
 #include "kaged-retry-notifier.h"
+#include "kaged-retry-text.h"
 
 typedef struct
 {
@@ -29,6 +30,7 @@ struct _KagedRetryNotifier
   KagedRetryCoordinator *coordinator;
   KagedSessionManager   *manager;
   GPtrArray             *watches;
+  GSettings             *interface_settings;
   gulong                 added_id;
 };
 
@@ -127,8 +129,8 @@ notify_scheduled (KagedRetryNotifier *self,
   g_autofree char *title = session_title (self, session_id);
   g_autofree char *heading = NULL;
   g_autofree char *body = NULL;
-  const char *reason = kaged_retry_scheduler_get_reason (scheduler);
-  const char *when = kaged_retry_scheduler_get_scheduled_label (scheduler);
+  g_autofree char *reason = kaged_retry_dup_reason (scheduler);
+  g_autofree char *when = kaged_retry_dup_scheduled_label (scheduler, self->interface_settings);
 
   /* Translators: the title of a notification; %s is a conversation's title */
   heading = g_strdup_printf (_("Reply in “%s” will be retried later"), title);
@@ -314,6 +316,7 @@ kaged_retry_notifier_dispose (GObject *object)
   g_clear_pointer (&self->watches, g_ptr_array_unref);
   g_clear_object (&self->coordinator);
   g_clear_object (&self->manager);
+  g_clear_object (&self->interface_settings);
   g_clear_weak_pointer (&self->application);
 
   G_OBJECT_CLASS (kaged_retry_notifier_parent_class)->dispose (object);
@@ -329,6 +332,7 @@ static void
 kaged_retry_notifier_init (KagedRetryNotifier *self)
 {
   self->watches = g_ptr_array_new_with_free_func ((GDestroyNotify)watch_free);
+  self->interface_settings = kaged_retry_new_interface_settings ();
 }
 
 /**

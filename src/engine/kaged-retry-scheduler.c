@@ -7,8 +7,6 @@
 
 #include "config.h"
 
-#include <glib/gi18n.h>
-
 #include "kaged-enum-types.h"
 #include "kaged-retry-class.h"
 #include "kaged-retry-policy.h"
@@ -39,7 +37,6 @@ struct _KagedRetryScheduler
   KagedRetryStateStore *state_store;  /* weak */
   KagedClock *clock;
   GNetworkMonitor *network_monitor;
-  GSettings *interface_settings;
   GMainContext *context;
 
   /* Moves on at every arm, fire, cancel and disarm. */
@@ -62,8 +59,6 @@ struct _KagedRetryScheduler
   gint64 retry_after_until;
   gint64 advised_wait_ms;
   char *wait_source;
-  char *reason;
-  char *scheduled_label;
 
   guint network_available : 1;
 };
@@ -87,8 +82,7 @@ enum {
   PROP_RETRY_CLASS,
   PROP_HTTP_STATUS,
   PROP_WAIT_SOURCE,
-  PROP_REASON,
-  PROP_SCHEDULED_LABEL,
+  PROP_ADVISED_WAIT_MS,
   PROP_NETWORK_AVAILABLE,
   N_PROPS
 };
@@ -219,85 +213,6 @@ set_retry_class (KagedRetryScheduler *self,
 
   self->retry_class = retry_class;
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_RETRY_CLASS]);
-}
-
-/* --- text ---------------------------------------------------------------- */
-
-static gboolean
-use_12h_clock (KagedRetryScheduler *self)
-{
-  g_autofree char *format = NULL;
-
-  if (self->interface_settings == NULL)
-    return FALSE;
-
-  format = g_settings_get_string (self->interface_settings, "clock-format");
-  return g_strcmp0 (format, "12h") == 0;
-}
-
-static char *
-compose_reason (KagedRetryClass retry_class,
-                guint           http_status,
-                gint64          advised_wait_ms)
-{
-  g_autofree char *base = NULL;
-  const char *described;
-
-  if (retry_class == KAGED_RETRY_CLASS_RATE_LIMITED)
-    described = _("Rate limited");
-  else
-    described = kaged_retry_class_describe (retry_class);
-
-  if (described == NULL)
-    described = _("The provider failed");
-
-  if (http_status != 0)
-    /* Translators: a failure and its HTTP status, e.g. "The provider is overloaded (HTTP 529)" */
-    base = g_strdup_printf (_("%s (HTTP %u)"), described, http_status);
-  else
-    base = g_strdup (described);
-
-  if (advised_wait_ms > 0)
-    {
-      g_autofree char *wait = kaged_retry_format_duration ((advised_wait_ms + 999) / 1000);
-
-      /* Translators: "Rate limited — the provider asked to wait 40 s" */
-      return g_strdup_printf (_("%s — the provider asked to wait %s"), base, wait);
-    }
-
-  return g_steal_pointer (&base);
-}
-
-static void
-update_reason (KagedRetryScheduler *self)
-{
-  g_autofree char *reason = NULL;
-
-  if (self->retry_class != KAGED_RETRY_CLASS_NONE)
-    reason = compose_reason (self->retry_class, self->http_status, self->advised_wait_ms);
-
-  set_string (self, &self->reason, reason, PROP_REASON);
-}
-
-static void
-update_scheduled_label (KagedRetryScheduler *self)
-{
-  g_autofree char *label = NULL;
-
-  if (self->state == KAGED_RETRY_SCHEDULER_STATE_SCHEDULED && self->next_eligible_time > 0)
-    label = kaged_retry_format_retry_after (self->next_eligible_time,
-                                            kaged_clock_get_wall_ms (self->clock),
-                                            use_12h_clock (self));
-
-  set_string (self, &self->scheduled_label, label, PROP_SCHEDULED_LABEL);
-}
-
-static void
-clock_format_changed_cb (KagedRetryScheduler *self,
-                         const char          *key,
-                         GSettings           *settings)
-{
-  update_scheduled_label (self);
 }
 
 /* --- persistence ----------------------------------------------------------- */
@@ -433,9 +348,7 @@ enter_idle (KagedRetryScheduler *self)
   set_uint (self, &self->http_status, 0, PROP_HTTP_STATUS);
   set_string (self, &self->wait_source, NULL, PROP_WAIT_SOURCE);
   self->retry_after_until = 0;
-  self->advised_wait_ms = 0;
-  update_reason (self);
-  update_scheduled_label (self);
+  set_int64 (self, &self->advised_wait_ms, 0, PROP_ADVISED_WAIT_MS);
 }
 
 /* Waits until @next_eligible_time (wall, epoch ms): a countdown when that
@@ -470,7 +383,6 @@ enter_wait (KagedRetryScheduler *self,
       schedule_tick (self);
     }
 
-  update_scheduled_label (self);
 }
 
 static void
@@ -479,7 +391,6 @@ enter_cancelled (KagedRetryScheduler *self)
   stop_pending (self);
   set_state (self, KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
   set_int64 (self, &self->remaining_seconds, 0, PROP_REMAINING_SECONDS);
-  update_scheduled_label (self);
 }
 
 static void handle_finished (KagedRetryScheduler *self,
@@ -582,7 +493,6 @@ fire (KagedRetryScheduler *self)
 
   set_state (self, KAGED_RETRY_SCHEDULER_STATE_DISPATCHING);
   set_int64 (self, &self->remaining_seconds, 0, PROP_REMAINING_SECONDS);
-  update_scheduled_label (self);
   persist (self);
 
   data = g_new0 (TimerData, 1);
@@ -664,8 +574,7 @@ arm_from_run (KagedRetryScheduler *self,
   set_uint (self, &self->http_status, kaged_run_get_http_status (run), PROP_HTTP_STATUS);
   set_string (self, &self->wait_source, wait_source, PROP_WAIT_SOURCE);
   self->retry_after_until = until;
-  self->advised_wait_ms = advised;
-  update_reason (self);
+  set_int64 (self, &self->advised_wait_ms, advised, PROP_ADVISED_WAIT_MS);
 
   enter_wait (self, next);
 }
@@ -705,8 +614,6 @@ static void
 kaged_retry_scheduler_constructed (GObject *object)
 {
   KagedRetryScheduler *self = (KagedRetryScheduler *)object;
-  GSettingsSchemaSource *source;
-  g_autoptr(GSettingsSchema) schema = NULL;
 
   G_OBJECT_CLASS (kaged_retry_scheduler_parent_class)->constructed (object);
 
@@ -719,17 +626,6 @@ kaged_retry_scheduler_constructed (GObject *object)
   self->network_available = g_network_monitor_get_network_available (self->network_monitor);
   g_signal_connect_object (self->network_monitor, "network-changed",
                            G_CALLBACK (network_changed_cb), self, G_CONNECT_SWAPPED);
-
-  /* The desktop's 12h/24h choice, when the desktop's schema is installed. */
-  source = g_settings_schema_source_get_default ();
-  if (source != NULL)
-    schema = g_settings_schema_source_lookup (source, "org.gnome.desktop.interface", TRUE);
-  if (schema != NULL && g_settings_schema_has_key (schema, "clock-format"))
-    {
-      self->interface_settings = g_settings_new_full (schema, NULL, NULL);
-      g_signal_connect_object (self->interface_settings, "changed::clock-format",
-                               G_CALLBACK (clock_format_changed_cb), self, G_CONNECT_SWAPPED);
-    }
 
   if (self->state_store != NULL)
     {
@@ -754,7 +650,6 @@ kaged_retry_scheduler_dispose (GObject *object)
 
   g_clear_weak_pointer (&self->dispatcher);
   g_clear_weak_pointer (&self->state_store);
-  g_clear_object (&self->interface_settings);
   g_clear_object (&self->network_monitor);
 
   G_OBJECT_CLASS (kaged_retry_scheduler_parent_class)->dispose (object);
@@ -768,8 +663,6 @@ kaged_retry_scheduler_finalize (GObject *object)
   g_clear_object (&self->clock);
   g_clear_pointer (&self->context, g_main_context_unref);
   g_clear_pointer (&self->wait_source, g_free);
-  g_clear_pointer (&self->reason, g_free);
-  g_clear_pointer (&self->scheduled_label, g_free);
 
   G_OBJECT_CLASS (kaged_retry_scheduler_parent_class)->finalize (object);
 }
@@ -844,12 +737,8 @@ kaged_retry_scheduler_get_property (GObject    *object,
       g_value_set_string (value, self->wait_source);
       break;
 
-    case PROP_REASON:
-      g_value_set_string (value, self->reason);
-      break;
-
-    case PROP_SCHEDULED_LABEL:
-      g_value_set_string (value, self->scheduled_label);
+    case PROP_ADVISED_WAIT_MS:
+      g_value_set_int64 (value, self->advised_wait_ms);
       break;
 
     case PROP_NETWORK_AVAILABLE:
@@ -915,9 +804,7 @@ kaged_retry_scheduler_dispatch_properties_changed (GObject     *object,
 
   for (guint i = 0; i < n_pspecs && !transition; i++)
     transition = pspecs[i] != properties [PROP_REMAINING_SECONDS] &&
-                 pspecs[i] != properties [PROP_NETWORK_AVAILABLE] &&
-                 pspecs[i] != properties [PROP_REASON] &&
-                 pspecs[i] != properties [PROP_SCHEDULED_LABEL];
+                 pspecs[i] != properties [PROP_NETWORK_AVAILABLE];
 
   if (transition)
     g_signal_emit (object, signals [CHANGED], 0);
@@ -1095,29 +982,17 @@ kaged_retry_scheduler_class_init (KagedRetrySchedulerClass *klass)
                           G_PARAM_STATIC_STRINGS));
 
   /**
-   * KagedRetryScheduler:reason:
+   * KagedRetryScheduler:advised-wait-ms:
    *
-   * Why the retry waits, in words: "The provider is overloaded (HTTP 529)".
+   * How long the provider asked to wait before the failure the retry
+   * waits for, in milliseconds; 0 when it did not say.
    */
-  properties [PROP_REASON] =
-    g_param_spec_string ("reason", NULL, NULL,
-                         NULL,
-                         (G_PARAM_READABLE |
-                          G_PARAM_EXPLICIT_NOTIFY |
-                          G_PARAM_STATIC_STRINGS));
-
-  /**
-   * KagedRetryScheduler:scheduled-label:
-   *
-   * In the scheduled state, "Retry after 14:32" in the desktop's clock
-   * format; %NULL otherwise.
-   */
-  properties [PROP_SCHEDULED_LABEL] =
-    g_param_spec_string ("scheduled-label", NULL, NULL,
-                         NULL,
-                         (G_PARAM_READABLE |
-                          G_PARAM_EXPLICIT_NOTIFY |
-                          G_PARAM_STATIC_STRINGS));
+  properties [PROP_ADVISED_WAIT_MS] =
+    g_param_spec_int64 ("advised-wait-ms", NULL, NULL,
+                        0, G_MAXINT64, 0,
+                        (G_PARAM_READABLE |
+                         G_PARAM_EXPLICIT_NOTIFY |
+                         G_PARAM_STATIC_STRINGS));
 
   properties [PROP_NETWORK_AVAILABLE] =
     g_param_spec_boolean ("network-available", NULL, NULL,
@@ -1280,25 +1155,31 @@ kaged_retry_scheduler_get_wait_source (KagedRetryScheduler *self)
   return self->wait_source;
 }
 
-const char *
-kaged_retry_scheduler_get_reason (KagedRetryScheduler *self)
+/**
+ * kaged_retry_scheduler_get_advised_wait_ms:
+ *
+ * Returns: how long the provider asked to wait, in milliseconds, or 0
+ */
+gint64
+kaged_retry_scheduler_get_advised_wait_ms (KagedRetryScheduler *self)
 {
-  g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (self), NULL);
+  g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (self), 0);
 
-  return self->reason;
+  return self->advised_wait_ms;
 }
 
 /**
- * kaged_retry_scheduler_get_scheduled_label:
+ * kaged_retry_scheduler_get_clock:
  *
- * Returns: (nullable): "Retry after 14:32" while scheduled, else %NULL
+ * Returns: (transfer none): the clock the scheduler counts on, for views
+ *   that show its times relative to now
  */
-const char *
-kaged_retry_scheduler_get_scheduled_label (KagedRetryScheduler *self)
+KagedClock *
+kaged_retry_scheduler_get_clock (KagedRetryScheduler *self)
 {
   g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (self), NULL);
 
-  return self->scheduled_label;
+  return self->clock;
 }
 
 gboolean
@@ -1341,8 +1222,7 @@ kaged_retry_scheduler_set_network_available (KagedRetryScheduler *self,
       stop_pending (self);
       set_state (self, KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK);
       set_int64 (self, &self->remaining_seconds, remaining, PROP_REMAINING_SECONDS);
-      update_scheduled_label (self);
-      persist (self);
+          persist (self);
     }
   else if (network_available && self->state == KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK)
     {
@@ -1527,9 +1407,8 @@ kaged_retry_scheduler_restore (KagedRetryScheduler      *self,
       set_uint (self, &self->http_status, snapshot->http_status, PROP_HTTP_STATUS);
       set_string (self, &self->wait_source, snapshot->wait_source, PROP_WAIT_SOURCE);
       self->retry_after_until = snapshot->retry_after_until;
-      self->advised_wait_ms = snapshot->advised_wait_ms;
-      update_reason (self);
-
+      set_int64 (self, &self->advised_wait_ms, snapshot->advised_wait_ms, PROP_ADVISED_WAIT_MS);
+    
       if (snapshot->state == KAGED_RETRY_SCHEDULER_STATE_CANCELLED)
         {
           set_int64 (self, &self->next_eligible_time, snapshot->next_eligible_time,
@@ -1605,128 +1484,6 @@ kaged_retry_scheduler_delay_for_attempt (guint attempt)
   return MIN (delay, KAGED_RETRY_SCHEDULER_MAX_DELAY_MS);
 }
 
-/**
- * kaged_retry_format_duration:
- * @seconds: a duration in seconds
- *
- * Returns: (transfer full): the duration for people: "40 s", "4 min 5 s",
- *   "2 h 30 min"
- */
-char *
-kaged_retry_format_duration (gint64 seconds)
-{
-  int h, m, s;
-
-  seconds = CLAMP (seconds, 0, (gint64)G_MAXINT / 2);
-  h = (int)(seconds / 3600);
-  m = (int)((seconds % 3600) / 60);
-  s = (int)(seconds % 60);
-
-  if (h > 0 && m > 0)
-    /* Translators: a duration in hours and minutes */
-    return g_strdup_printf (_("%d h %d min"), h, m);
-  if (h > 0)
-    /* Translators: a duration in hours */
-    return g_strdup_printf (_("%d h"), h);
-  if (m > 0 && s > 0)
-    /* Translators: a duration in minutes and seconds */
-    return g_strdup_printf (_("%d min %d s"), m, s);
-  if (m > 0)
-    /* Translators: a duration in minutes */
-    return g_strdup_printf (_("%d min"), m);
-
-  /* Translators: a duration in seconds */
-  return g_strdup_printf (_("%d s"), s);
-}
-
-/**
- * kaged_retry_format_retry_after:
- * @when_ms: when the retry may start, epoch milliseconds
- * @now_ms: the time now, epoch milliseconds
- * @use_12h: whether the desktop shows a 12-hour clock
- *
- * Returns: (transfer full): "Retry after 14:32" in local time, naming the
- *   day when it is not today
- */
-char *
-kaged_retry_format_retry_after (gint64   when_ms,
-                                gint64   now_ms,
-                                gboolean use_12h)
-{
-  g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (when_ms / 1000);
-  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
-  g_autofree char *time = NULL;
-  g_autofree char *day = NULL;
-  GDate when_date;
-  GDate now_date;
-  int days;
-
-  if (when == NULL || now == NULL)
-    return NULL;
-
-  if (use_12h)
-    /* Translators: the time of day on a 12-hour clock, see g_date_time_format()
-     * xgettext:no-c-format */
-    time = g_date_time_format (when, _("%-l:%M %p"));
-  else
-    /* Translators: the time of day on a 24-hour clock, see g_date_time_format()
-     * xgettext:no-c-format */
-    time = g_date_time_format (when, _("%H:%M"));
-
-  g_date_clear (&when_date, 1);
-  g_date_clear (&now_date, 1);
-  g_date_set_dmy (&when_date, g_date_time_get_day_of_month (when),
-                  g_date_time_get_month (when), g_date_time_get_year (when));
-  g_date_set_dmy (&now_date, g_date_time_get_day_of_month (now),
-                  g_date_time_get_month (now), g_date_time_get_year (now));
-  days = g_date_days_between (&now_date, &when_date);
-
-  if (days == 0)
-    /* Translators: shown while a retry waits for a time today, e.g. "Retry after 14:32" */
-    return g_strdup_printf (_("Retry after %s"), time);
-
-  if (days == 1)
-    /* Translators: e.g. "Retry tomorrow after 00:20" */
-    return g_strdup_printf (_("Retry tomorrow after %s"), time);
-
-  if (days > 1 && days < 7)
-    /* Translators: the weekday of a retry within a week, see g_date_time_format()
-     * xgettext:no-c-format */
-    day = g_date_time_format (when, _("%A"));
-  else
-    /* Translators: the date of a retry further away, see g_date_time_format()
-     * xgettext:no-c-format */
-    day = g_date_time_format (when, _("%x"));
-
-  /* Translators: a day and a time, e.g. "Retry Friday after 14:32" */
-  return g_strdup_printf (_("Retry %s after %s"), day, time);
-}
-
-/**
- * kaged_retry_describe_wait_source:
- *
- * Returns: where a wait came from, in words to follow "wait set by", e.g.
- *   "the provider’s Retry-After header"
- */
-const char *
-kaged_retry_describe_wait_source (const char *wait_source)
-{
-  if (wait_source == NULL || g_str_equal (wait_source, KAGED_RETRY_WAIT_SOURCE_BACKOFF))
-    return _("exponential backoff");
-
-  if (g_str_equal (wait_source, "retry-after") || g_str_equal (wait_source, "retry-after-ms"))
-    return _("the provider’s Retry-After header");
-
-  if (g_str_equal (wait_source, "anthropic-ratelimit-reset") ||
-      g_str_equal (wait_source, "x-ratelimit-reset"))
-    return _("the provider’s rate-limit reset time");
-
-  if (g_str_equal (wait_source, KAGED_RETRY_WAIT_SOURCE_PROVIDER_RESET))
-    return _("the provider’s quota reset time");
-
-  return wait_source;
-}
-
 /* --- private --------------------------------------------------------------- */
 
 guint64
@@ -1762,8 +1519,7 @@ _kaged_retry_scheduler_expire (KagedRetryScheduler *self,
         {
           /* Not yet by the wall clock: look again later. The day may have
            * changed ("tomorrow" becomes today). */
-          update_scheduled_label (self);
-          kaged_clock_clear_source (&self->deadline_source);
+                  kaged_clock_clear_source (&self->deadline_source);
           self->deadline_source = attach_timeout (self,
                                                   MIN (self->next_eligible_time - now,
                                                        SCHEDULED_RECHECK_MS),

@@ -24,6 +24,28 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (KagedRetryScheduler, kaged_retry_scheduler, KAGED, RETRY_SCHEDULER, GObject)
 
+/*
+ * KagedRetryScheduler: the Tier 2 retry of one session (DESIGN.md §6), as
+ * data. Nothing here is a sentence: src/ui/kaged-retry-text.h puts the
+ * data in words for the banner and the notifications.
+ *
+ * Reading: kaged_retry_scheduler_dup_snapshot() gives the whole state at
+ * once — for the HTTP API's `retry` object: the state's nick (`idle`,
+ * `armed`, `scheduled`, `waiting-for-network`, `dispatching`, `watching`,
+ * `cancelled`), attempt, next_eligible_time (`next_at`, epoch ms, 0 for
+ * none), retry_class, http_status, wait_source, anchor_id and retry_run_id.
+ * Each field also has a getter and a property.
+ *
+ * Following: ::changed is emitted once after every transition, with every
+ * field in place (the `retry.changed` event); notify::remaining-seconds
+ * ticks once a second while armed.
+ *
+ * Acting: kaged_retry_scheduler_retry_now() and kaged_retry_scheduler_cancel()
+ * (the operator's Retry Now and Cancel, from any view); the coordinator
+ * feeds run_finished() and operator_posted(). Everything runs on the main
+ * context the scheduler was created on.
+ */
+
 KagedRetryScheduler      *kaged_retry_scheduler_new                     (gint64                    session_id,
                                                                          KagedRetryDispatcher     *dispatcher,
                                                                          KagedRetryStateStore     *state_store,
@@ -40,8 +62,8 @@ gint64                    kaged_retry_scheduler_get_run_id              (KagedRe
 KagedRetryClass           kaged_retry_scheduler_get_retry_class         (KagedRetryScheduler      *self);
 guint                     kaged_retry_scheduler_get_http_status         (KagedRetryScheduler      *self);
 const char               *kaged_retry_scheduler_get_wait_source         (KagedRetryScheduler      *self);
-const char               *kaged_retry_scheduler_get_reason              (KagedRetryScheduler      *self);
-const char               *kaged_retry_scheduler_get_scheduled_label     (KagedRetryScheduler      *self);
+gint64                    kaged_retry_scheduler_get_advised_wait_ms     (KagedRetryScheduler      *self);
+KagedClock               *kaged_retry_scheduler_get_clock               (KagedRetryScheduler      *self);
 gboolean                  kaged_retry_scheduler_get_network_available   (KagedRetryScheduler      *self);
 void                      kaged_retry_scheduler_set_network_available   (KagedRetryScheduler      *self,
                                                                          gboolean                  network_available);
@@ -55,10 +77,5 @@ void                      kaged_retry_scheduler_restore                 (KagedRe
 KagedRetrySnapshot       *kaged_retry_scheduler_dup_snapshot            (KagedRetryScheduler      *self);
 
 gint64                    kaged_retry_scheduler_delay_for_attempt       (guint                     attempt);
-char                     *kaged_retry_format_duration                   (gint64                    seconds);
-char                     *kaged_retry_format_retry_after                (gint64                    when_ms,
-                                                                         gint64                    now_ms,
-                                                                         gboolean                  use_12h);
-const char               *kaged_retry_describe_wait_source              (const char               *wait_source);
 
 G_END_DECLS

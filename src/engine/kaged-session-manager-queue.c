@@ -397,7 +397,8 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
   if (session == NULL)
     return NULL;
 
-  anchor = _kaged_session_manager_get_message_in_session (self, session_id, operator_message_id, error);
+  anchor = _kaged_session_manager_get_message_in_session (self, session_id, operator_message_id,
+                                                          error);
   if (anchor == NULL)
     return NULL;
 
@@ -444,6 +445,10 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
                    _("The reply could not be regenerated: %s"), local_error->message);
       return NULL;
     }
+
+  if (write.superseded != NULL && write.superseded->len > 0)
+    g_signal_emit (self, _kaged_session_manager_signals [MESSAGES_SUPERSEDED], 0,
+                   session_id, kaged_run_get_id (run), write.superseded);
 
   for (guint i = 0; i < dropped->len; i++)
     {

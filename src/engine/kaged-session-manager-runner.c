@@ -379,8 +379,10 @@ message_in_context (KagedMessage *message)
 }
 
 /*
- * The context of a run: the session's current messages up to its anchor.
- * Summaries replace the turns they compacted and come first.
+ * The context of a run: the session's current messages up to its anchor,
+ * in conversation order (a reply to an earlier question that was posted
+ * later still comes before the anchor). Summaries replace the turns they
+ * compacted and come first.
  */
 GPtrArray *
 _kaged_session_manager_build_context (KagedSessionManager  *self,
@@ -411,11 +413,11 @@ _kaged_session_manager_build_context (KagedSessionManager  *self,
     {
       KagedMessage *message = g_ptr_array_index (all, i);
 
-      if (kaged_message_get_id (message) > anchor_id)
-        break;
       if (kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_SUMMARY &&
           message_in_context (message))
         g_ptr_array_add (context, g_object_ref (message));
+      if (kaged_message_get_id (message) == anchor_id)
+        break;
     }
 
   return g_steal_pointer (&context);
@@ -654,3 +656,38 @@ _kaged_run_state_activate (KagedRunState *state)
   g_source_attach (self->starter, g_main_context_get_thread_default ());
 }
 
+char *
+_kaged_session_manager_dup_announced_text (KagedSessionManager *self,
+                                           gint64               session_id,
+                                           gint64               message_id)
+{
+  KagedSessionEntry *session = g_hash_table_lookup (self->sessions, &session_id);
+  KagedRunState *state;
+
+  if (session == NULL || session->active == NULL)
+    return NULL;
+
+  state = session->active;
+  if (state->message == NULL || kaged_message_get_id (state->message) != message_id)
+    return NULL;
+
+  /* What is still pending reaches observers with the next delta. */
+  return g_strndup (state->text->str, state->text->len - state->pending->len);
+}
+
+gint64
+_kaged_session_manager_get_unannounced_reply (KagedSessionManager *self,
+                                              gint64               session_id)
+{
+  KagedSessionEntry *session = g_hash_table_lookup (self->sessions, &session_id);
+  KagedRunState *state;
+
+  if (session == NULL || session->active == NULL)
+    return 0;
+
+  state = session->active;
+  if (state->message == NULL || state->reply_announced)
+    return 0;
+
+  return kaged_message_get_id (state->message);
+}

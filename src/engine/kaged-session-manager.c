@@ -299,6 +299,23 @@ kaged_session_manager_class_init (KagedSessionManagerClass *klass)
                   0, NULL, NULL, NULL,
                   G_TYPE_NONE, 2, KAGED_TYPE_RUN, KAGED_TYPE_ATTEMPT);
 
+  /**
+   * KagedSessionManager::messages-superseded:
+   * @session_id: the session
+   * @run_id: the run of the regeneration that superseded them
+   * @message_ids: (element-type gint64): the ids of the messages, ascending
+   *
+   * A regeneration superseded these messages: every current message after
+   * its anchor in conversation order. Emitted once the store recorded it,
+   * before the runs it drops or cancels are announced.
+   */
+  _kaged_session_manager_signals [MESSAGES_SUPERSEDED] =
+    g_signal_new ("messages-superseded",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_INT64, G_TYPE_INT64, G_TYPE_ARRAY);
+
   _kaged_session_manager_signals [SESSION_CHANGED] =
     g_signal_new ("session-changed",
                   G_TYPE_FROM_CLASS (klass),
@@ -364,10 +381,12 @@ kaged_session_manager_resume (KagedSessionManager *self)
   for (guint i = 0; i < queued->len; i++)
     {
       KagedRun *run = g_ptr_array_index (queued, i);
-      KagedSessionEntry *session = _kaged_session_manager_get_session_state (self, kaged_run_get_session_id (run));
+      gint64 session_id = kaged_run_get_session_id (run);
+      KagedSessionEntry *session = _kaged_session_manager_get_session_state (self, session_id);
       gboolean known = FALSE;
 
-      if (session->active != NULL && kaged_run_get_id (session->active->run) == kaged_run_get_id (run))
+      if (session->active != NULL &&
+          kaged_run_get_id (session->active->run) == kaged_run_get_id (run))
         known = TRUE;
       for (GList *l = session->queue.head; l != NULL && !known; l = l->next)
         known = kaged_run_get_id (l->data) == kaged_run_get_id (run);

@@ -45,6 +45,9 @@ enum {
   PROP_FIRST_BYTE_TIMEOUT_MS,
   PROP_IDLE_TIMEOUT_MS,
   PROP_MAX_EVENT_SIZE,
+  PROP_MAX_DURATION_MS,
+  PROP_MAX_REPLY_SIZE,
+  PROP_MAX_ERROR_BODY_SIZE,
   N_PROPS
 };
 
@@ -183,6 +186,18 @@ kaged_http_provider_get_property (GObject    *object,
       g_value_set_uint64 (value, priv->config.max_event_size);
       break;
 
+    case PROP_MAX_DURATION_MS:
+      g_value_set_uint (value, priv->config.max_duration_ms);
+      break;
+
+    case PROP_MAX_REPLY_SIZE:
+      g_value_set_uint64 (value, priv->config.max_reply_size);
+      break;
+
+    case PROP_MAX_ERROR_BODY_SIZE:
+      g_value_set_uint64 (value, priv->config.max_error_body);
+      break;
+
     case PROP_API_KEY:
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -193,6 +208,19 @@ static void
 set_uint (GObject    *object,
           guint      *field,
           guint       value,
+          GParamSpec *pspec)
+{
+  if (*field != value)
+    {
+      *field = value;
+      g_object_notify_by_pspec (object, pspec);
+    }
+}
+
+static void
+set_size (GObject    *object,
+          gsize      *field,
+          guint64     value,
           GParamSpec *pspec)
 {
   if (*field != value)
@@ -244,11 +272,19 @@ kaged_http_provider_set_property (GObject      *object,
       break;
 
     case PROP_MAX_EVENT_SIZE:
-      if (priv->config.max_event_size != g_value_get_uint64 (value))
-        {
-          priv->config.max_event_size = g_value_get_uint64 (value);
-          g_object_notify_by_pspec (object, pspec);
-        }
+      set_size (object, &priv->config.max_event_size, g_value_get_uint64 (value), pspec);
+      break;
+
+    case PROP_MAX_DURATION_MS:
+      set_uint (object, &priv->config.max_duration_ms, g_value_get_uint (value), pspec);
+      break;
+
+    case PROP_MAX_REPLY_SIZE:
+      set_size (object, &priv->config.max_reply_size, g_value_get_uint64 (value), pspec);
+      break;
+
+    case PROP_MAX_ERROR_BODY_SIZE:
+      set_size (object, &priv->config.max_error_body, g_value_get_uint64 (value), pspec);
       break;
 
     default:
@@ -331,7 +367,9 @@ kaged_http_provider_class_init (KagedHttpProviderClass *klass)
   /**
    * KagedHttpProvider:idle-timeout-ms:
    *
-   * How long to wait between two pieces of the answer's body.
+   * How long the answer's body may go without progress: without a line
+   * completed (bytes that never make a line do not count), and, for an
+   * error body, how long all of it may take.
    */
   properties [PROP_IDLE_TIMEOUT_MS] =
     g_param_spec_uint ("idle-timeout-ms", NULL, NULL,
@@ -346,6 +384,37 @@ kaged_http_provider_class_init (KagedHttpProviderClass *klass)
   properties [PROP_MAX_EVENT_SIZE] =
     g_param_spec_uint64 ("max-event-size", NULL, NULL,
                          1, G_MAXSIZE, KAGED_STREAM_PARSER_DEFAULT_MAX_SIZE,
+                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedHttpProvider:max-duration-ms:
+   *
+   * How long the whole answer may take, from sending the request to the
+   * end of the reply, however steadily it comes.
+   */
+  properties [PROP_MAX_DURATION_MS] =
+    g_param_spec_uint ("max-duration-ms", NULL, NULL,
+                       1, G_MAXUINT, KAGED_HTTP_MAX_DURATION_MS,
+                       (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedHttpProvider:max-reply-size:
+   *
+   * The cap on the bytes of a streamed reply.
+   */
+  properties [PROP_MAX_REPLY_SIZE] =
+    g_param_spec_uint64 ("max-reply-size", NULL, NULL,
+                         1, G_MAXSIZE, KAGED_HTTP_MAX_REPLY_SIZE,
+                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedHttpProvider:max-error-body-size:
+   *
+   * How much of an error body is read to classify it; the rest is not.
+   */
+  properties [PROP_MAX_ERROR_BODY_SIZE] =
+    g_param_spec_uint64 ("max-error-body-size", NULL, NULL,
+                         1, G_MAXSIZE, KAGED_HTTP_MAX_ERROR_BODY,
                          (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
 
   g_object_class_install_properties (object_class, N_PROPS, properties);

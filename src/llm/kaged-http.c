@@ -20,10 +20,12 @@
  * The one streaming request every provider makes: send, then read the body
  * in chunks on the calling thread's main context and hand them to the
  * provider's decoder, with one cancellable for the send and every read.
- * A non-2xx answer has its body read (bounded) and classified. Our own
- * deadlines (until the headers, between two body reads) cancel that
- * cancellable and report a timeout; the caller's cancellable reports
- * G_IO_ERROR_CANCELLED, whatever else happened.
+ * A non-2xx answer has its body read (bounded in size and time) and
+ * classified. Our own deadlines (until the headers; without a line
+ * completed in the body, so that a trickle of bytes does not hold the
+ * call open; for the whole answer) cancel that cancellable and report a
+ * timeout; the caller's cancellable reports G_IO_ERROR_CANCELLED, whatever
+ * else happened. A streamed body is capped in size as well as each event.
  */
 
 SoupSession *
@@ -57,7 +59,10 @@ kaged_http_config_init (KagedHttpConfig *config)
   memset (config, 0, sizeof *config);
   config->first_byte_timeout_ms = KAGED_HTTP_DEFAULT_DEADLINE_MS;
   config->idle_timeout_ms = KAGED_HTTP_DEFAULT_DEADLINE_MS;
+  config->max_duration_ms = KAGED_HTTP_MAX_DURATION_MS;
   config->max_event_size = KAGED_STREAM_PARSER_DEFAULT_MAX_SIZE;
+  config->max_reply_size = KAGED_HTTP_MAX_REPLY_SIZE;
+  config->max_error_body = KAGED_HTTP_MAX_ERROR_BODY;
 }
 
 /* Overwrites the key before its memory is given back. */
@@ -423,14 +428,19 @@ typedef struct
   gulong              caller_handler;
   GInputStream       *stream;
   GSource            *deadline;
+  GSource            *overall;
   GByteArray         *error_body;
   GByteArray         *unrecognized;
   guint               first_byte_timeout_ms;
   guint               idle_timeout_ms;
+  guint               max_duration_ms;
+  gsize               max_reply_size;
+  gsize               max_error_body;
   guint               status;
   gsize               received;
   Phase               phase;
   guint               timed_out : 1;
+  guint               overran : 1;
   guint               at_end : 1;
 } Stream;
 
@@ -441,6 +451,11 @@ stream_free (Stream *state)
     {
       g_source_destroy (state->deadline);
       g_clear_pointer (&state->deadline, g_source_unref);
+    }
+  if (state->overall != NULL)
+    {
+      g_source_destroy (state->overall);
+      g_clear_pointer (&state->overall, g_source_unref);
     }
   if (state->caller != NULL && state->caller_handler != 0)
     g_cancellable_disconnect (state->caller, state->caller_handler);
@@ -526,7 +541,8 @@ drain_body (GInputStream *stream)
                              drain->cancellable, drain_read_cb, drain);
 }
 
-static void read_next (GTask *task);
+static void read_next (GTask    *task,
+                       gboolean  progress);
 
 static gboolean
 deadline_cb (gpointer user_data)
@@ -566,6 +582,30 @@ disarm_deadline (Stream *state)
     }
 }
 
+static gboolean
+overall_cb (gpointer user_data)
+{
+  Stream *state = user_data;
+
+  state->overran = TRUE;
+  g_cancellable_cancel (state->cancellable);
+  g_clear_pointer (&state->overall, g_source_unref);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* The call is over: no deadline is left to fire. */
+static void
+disarm_all (Stream *state)
+{
+  disarm_deadline (state);
+  if (state->overall != NULL)
+    {
+      g_source_destroy (state->overall);
+      g_clear_pointer (&state->overall, g_source_unref);
+    }
+}
+
 static void
 caller_cancelled_cb (GCancellable *caller,
                      GCancellable *cancellable)
@@ -580,7 +620,7 @@ return_error (GTask  *task,
   Stream *state = g_task_get_task_data (task);
   KagedChat *chat = state->decoder->chat;
 
-  disarm_deadline (state);
+  disarm_all (state);
 
   if (g_cancellable_is_cancelled (state->caller))
     {
@@ -624,7 +664,14 @@ return_transport_error (GTask        *task,
   KagedChat *chat = state->decoder->chat;
   GError *error;
 
-  if (state->timed_out && g_error_matches (cause, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+  if (state->overran && g_error_matches (cause, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    {
+      /* Ours to end, however steadily it came: a timeout, part kept or not. */
+      error = kaged_provider_error_new (KAGED_RETRY_CLASS_TIMEOUT,
+                                        _("The provider’s answer took longer than %u s"),
+                                        (state->max_duration_ms + 999) / 1000);
+    }
+  else if (state->timed_out && g_error_matches (cause, G_IO_ERROR, G_IO_ERROR_CANCELLED))
     {
       if (kaged_chat_has_delta (chat))
         error = kaged_provider_error_new (KAGED_RETRY_CLASS_NETWORK,
@@ -661,7 +708,7 @@ return_success (GTask *task)
 {
   Stream *state = g_task_get_task_data (task);
 
-  disarm_deadline (state);
+  disarm_all (state);
 
   if (g_cancellable_is_cancelled (state->caller))
     {
@@ -731,20 +778,18 @@ error_body_read_cb (GObject      *object,
   g_autoptr(GError) error = NULL;
   GError *classified;
 
-  disarm_deadline (state);
-
+  /* The deadline armed before the first read covers the whole error body. */
   bytes = g_input_stream_read_bytes_finish (G_INPUT_STREAM (object), result, &error);
 
   if (bytes != NULL && g_bytes_get_size (bytes) > 0 &&
-      state->error_body->len < KAGED_HTTP_MAX_ERROR_BODY)
+      state->error_body->len < state->max_error_body)
     {
       gsize size = g_bytes_get_size (bytes);
-      gsize room = KAGED_HTTP_MAX_ERROR_BODY - state->error_body->len;
+      gsize room = state->max_error_body - state->error_body->len;
 
       g_byte_array_append (state->error_body, g_bytes_get_data (bytes, NULL), MIN (size, room));
       if (size <= room)
         {
-          arm_deadline (state, state->idle_timeout_ms);
           g_input_stream_read_bytes_async (state->stream, KAGED_HTTP_READ_SIZE,
                                            KAGED_RUN_PRIORITY, state->cancellable,
                                            error_body_read_cb, g_steal_pointer (&task));
@@ -777,9 +822,8 @@ body_read_cb (GObject      *object,
   KagedStreamDecoder *decoder = state->decoder;
   g_autoptr(GBytes) bytes = NULL;
   g_autoptr(GError) error = NULL;
+  const char *data;
   gsize size;
-
-  disarm_deadline (state);
 
   bytes = g_input_stream_read_bytes_finish (G_INPUT_STREAM (object), result, &error);
 
@@ -789,7 +833,7 @@ body_read_cb (GObject      *object,
       return;
     }
 
-  size = g_bytes_get_size (bytes);
+  data = g_bytes_get_data (bytes, &size);
   if (size == 0)
     {
       state->at_end = TRUE;
@@ -798,12 +842,22 @@ body_read_cb (GObject      *object,
     }
 
   state->received += size;
+  if (state->received > state->max_reply_size)
+    {
+      g_autofree char *cap = g_format_size (state->max_reply_size);
+
+      return_error (task,
+                    kaged_provider_error_new (KAGED_RETRY_CLASS_PROTOCOL_ERROR,
+                                              _("The provider’s reply went on past %s"),
+                                              cap));
+      return;
+    }
 
   if (!decoder->recognized && state->unrecognized->len < UNRECOGNIZED_MAX)
-    g_byte_array_append (state->unrecognized, g_bytes_get_data (bytes, NULL),
+    g_byte_array_append (state->unrecognized, (const guint8 *)data,
                          MIN (size, UNRECOGNIZED_MAX - state->unrecognized->len));
 
-  if (!decoder->feed (decoder, g_bytes_get_data (bytes, NULL), size, &error))
+  if (!decoder->feed (decoder, data, size, &error))
     {
       return_error (task, g_steal_pointer (&error));
       return;
@@ -824,15 +878,19 @@ body_read_cb (GObject      *object,
       return;
     }
 
-  read_next (g_steal_pointer (&task));
+  /* Progress is a line completed, not a byte that came. */
+  read_next (g_steal_pointer (&task),
+             memchr (data, '\n', size) != NULL || memchr (data, '\r', size) != NULL);
 }
 
 static void
-read_next (GTask *task)
+read_next (GTask    *task,
+           gboolean  progress)
 {
   Stream *state = g_task_get_task_data (task);
 
-  arm_deadline (state, state->idle_timeout_ms);
+  if (progress || state->deadline == NULL)
+    arm_deadline (state, state->idle_timeout_ms);
   g_input_stream_read_bytes_async (state->stream, KAGED_HTTP_READ_SIZE,
                                    KAGED_RUN_PRIORITY, state->cancellable,
                                    body_read_cb, task);
@@ -876,7 +934,7 @@ send_cb (GObject      *object,
 
   state->phase = PHASE_BODY;
   state->unrecognized = g_byte_array_new ();
-  read_next (g_steal_pointer (&task));
+  read_next (g_steal_pointer (&task), TRUE);
 }
 
 /**
@@ -911,6 +969,9 @@ kaged_http_stream (KagedHttpConfig    *config,
   state->api_key = g_strdup (config->api_key);
   state->first_byte_timeout_ms = config->first_byte_timeout_ms;
   state->idle_timeout_ms = config->idle_timeout_ms;
+  state->max_duration_ms = config->max_duration_ms;
+  state->max_reply_size = config->max_reply_size;
+  state->max_error_body = config->max_error_body;
   state->cancellable = g_cancellable_new ();
   state->phase = PHASE_SEND;
   g_task_set_task_data (task, state, (GDestroyNotify)stream_free);
@@ -927,6 +988,11 @@ kaged_http_stream (KagedHttpConfig    *config,
   g_debug ("POST %s (model %s)",
            g_uri_get_path (soup_message_get_uri (message)),
            config->model != NULL ? config->model : "");
+
+  state->overall = g_timeout_source_new (state->max_duration_ms);
+  g_source_set_static_name (state->overall, "[kaged] http answer deadline");
+  g_source_set_callback (state->overall, overall_cb, state, NULL);
+  g_source_attach (state->overall, g_main_context_get_thread_default ());
 
   arm_deadline (state, state->first_byte_timeout_ms);
   soup_session_send_async (state->session, message, KAGED_RUN_PRIORITY, state->cancellable,

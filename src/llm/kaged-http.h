@@ -20,6 +20,8 @@ G_BEGIN_DECLS
 #define KAGED_HTTP_TIMEOUT_SECONDS         60
 #define KAGED_HTTP_DEFAULT_DEADLINE_MS     (60 * 1000)
 #define KAGED_HTTP_MAX_ERROR_BODY          (1024 * 1024)
+#define KAGED_HTTP_MAX_REPLY_SIZE          (64 * 1024 * 1024)
+#define KAGED_HTTP_MAX_DURATION_MS         (60 * 60 * 1000)
 #define KAGED_HTTP_READ_SIZE               (16 * 1024)
 
 SoupSession *kaged_http_session_new         (void);
@@ -29,8 +31,11 @@ SoupSession *kaged_http_get_default_session (void);
  * What every provider holds: the shared session, where and what to ask,
  * the key (in memory only, never logged), the clock that dates server
  * waits, and the deadlines: until the answer's headers arrive
- * (first-byte-timeout-ms) and between two pieces of its body
- * (idle-timeout-ms); max-event-size caps one SSE event or NDJSON line.
+ * (first-byte-timeout-ms), without progress in its body (idle-timeout-ms:
+ * no line completed; for an error body, all of it) and for the whole
+ * answer (max-duration-ms). The caps: max-event-size on one SSE event or
+ * NDJSON line, max-reply-size on a streamed body, max-error-body-size on
+ * how much of an error body is read.
  */
 typedef struct
 {
@@ -41,7 +46,10 @@ typedef struct
   KagedClock  *clock;
   guint        first_byte_timeout_ms;
   guint        idle_timeout_ms;
+  guint        max_duration_ms;
   gsize        max_event_size;
+  gsize        max_reply_size;
+  gsize        max_error_body;
 } KagedHttpConfig;
 
 void         kaged_http_config_init                (KagedHttpConfig    *config);

@@ -19,9 +19,10 @@ _kaged_store_get_message_info (KagedStore             *self,
                                KagedStoreMessageInfo  *info,
                                GError                **error)
 {
-  g_autoptr(KagedStoreCachedStmt) stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_INFO, error);
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
   gboolean has_row = FALSE;
 
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_INFO, error);
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, message_id, error) ||
       !_kaged_store_step_row (self, stmt, &has_row, error))
@@ -35,23 +36,29 @@ _kaged_store_get_message_info (KagedStore             *self,
     }
 
   info->session_id = sqlite3_column_int64 (stmt, 0);
-  info->role = _kaged_store_enum_from_column (stmt, 1, KAGED_TYPE_MESSAGE_ROLE, KAGED_MESSAGE_ROLE_AGENT);
+  info->role = _kaged_store_enum_from_column (stmt, 1, KAGED_TYPE_MESSAGE_ROLE,
+                                              KAGED_MESSAGE_ROLE_AGENT);
   info->superseded = sqlite3_column_int (stmt, 2) != 0;
 
   return TRUE;
 }
 
-/* Checks that a run exists and belongs to @session_id. */
+/* Checks that a run exists and belongs to @session_id, and gives its
+ * anchor. */
 static gboolean
 check_run_in_session (KagedStore  *self,
                       gint64       run_id,
                       gint64       session_id,
+                      gint64      *anchor_id,
                       GError     **error)
 {
   g_autoptr(KagedRun) run = kaged_store_get_run (self, run_id, error);
 
   if (run == NULL)
     return FALSE;
+
+  if (anchor_id != NULL)
+    *anchor_id = kaged_run_get_anchor_id (run);
 
   if (kaged_run_get_session_id (run) != session_id)
     {
@@ -74,9 +81,17 @@ insert_message (KagedStore    *self,
   KagedMessageRole role = kaged_message_get_role (message);
   gint64 run_id = kaged_message_get_run_id (message);
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  const char *role_nick = _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_ROLE, role);
+  const char *status_nick = _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_STATUS,
+                                                    kaged_message_get_status (message));
+  KagedRetryClass retry_class = kaged_message_get_retry_class (message);
+  gint64 anchor_id = 0;
 
-  if (run_id != 0 && !check_run_in_session (self, run_id, session_id, error))
+  /* A reply stands with the operator message its run answers. */
+  if (run_id != 0 && !check_run_in_session (self, run_id, session_id, &anchor_id, error))
     return FALSE;
+  if (role != KAGED_MESSAGE_ROLE_AGENT)
+    anchor_id = 0;
 
   /* Touching the session first also tells whether it exists. */
   stmt = _kaged_store_get_stmt (self, STMT_SESSION_TOUCH, error);
@@ -91,19 +106,17 @@ insert_message (KagedStore    *self,
   stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_INSERT, error);
   return stmt != NULL &&
          _kaged_store_bind_int64 (self, stmt, 1, session_id, error) &&
-         _kaged_store_bind_text (self, stmt, 2, _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_ROLE, role), error) &&
+         _kaged_store_bind_text (self, stmt, 2, role_nick, error) &&
          _kaged_store_bind_text (self, stmt, 3, kaged_message_get_content (message) ?: "", error) &&
          _kaged_store_bind_int64 (self, stmt, 4, created_at, error) &&
          _kaged_store_bind_int64_or_null (self, stmt, 5, run_id, error) &&
-         _kaged_store_bind_text (self, stmt, 6, _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_STATUS,
-                                                                        kaged_message_get_status (message)), error) &&
+         _kaged_store_bind_text (self, stmt, 6, status_nick, error) &&
          _kaged_store_bind_text (self, stmt, 7, kaged_message_get_error_message (message), error) &&
          _kaged_store_bind_int64 (self, stmt, 8, kaged_message_get_retryable (message), error) &&
-         _kaged_store_bind_text (self, stmt, 9,
-                                 kaged_retry_class_to_string (kaged_message_get_retry_class (message)),
-                                 error) &&
-         _kaged_store_bind_int64_or_null (self, stmt, 10, kaged_message_get_retry_after_until (message),
-                                          error) &&
+         _kaged_store_bind_text (self, stmt, 9, kaged_retry_class_to_string (retry_class), error) &&
+         _kaged_store_bind_int64_or_null (self, stmt, 10,
+                                          kaged_message_get_retry_after_until (message), error) &&
+         _kaged_store_bind_int64_or_null (self, stmt, 11, anchor_id, error) &&
          _kaged_store_step_done (self, stmt, error);
 }
 
@@ -217,15 +230,17 @@ kaged_store_update_message (KagedStore    *self,
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, id, error) ||
       !_kaged_store_bind_text (self, stmt, 2, kaged_message_get_content (message) ?: "", error) ||
-      !_kaged_store_bind_text (self, stmt, 3, _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_STATUS,
-                                                                      kaged_message_get_status (message)), error) ||
+      !_kaged_store_bind_text (self, stmt, 3,
+                               _kaged_store_enum_nick (KAGED_TYPE_MESSAGE_STATUS,
+                                                       kaged_message_get_status (message)),
+                               error) ||
       !_kaged_store_bind_text (self, stmt, 4, kaged_message_get_error_message (message), error) ||
       !_kaged_store_bind_int64 (self, stmt, 5, kaged_message_get_retryable (message), error) ||
       !_kaged_store_bind_text (self, stmt, 6,
                                kaged_retry_class_to_string (kaged_message_get_retry_class (message)),
                                error) ||
-      !_kaged_store_bind_int64_or_null (self, stmt, 7, kaged_message_get_retry_after_until (message),
-                                        error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 7,
+                                        kaged_message_get_retry_after_until (message), error) ||
       !_kaged_store_step_done (self, stmt, error))
     return FALSE;
 
@@ -242,10 +257,51 @@ kaged_store_update_message (KagedStore    *self,
   return FALSE;
 }
 
+/*
+ * The place of a message in conversation order: its turn (the operator
+ * message a reply answers, the message itself otherwise) and its id. An
+ * id that names no message of the session is placed as an operator
+ * message with that id would be.
+ */
+static gboolean
+get_order_key (KagedStore  *self,
+               gint64       session_id,
+               gint64       message_id,
+               gint64      *turn,
+               GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gboolean has_row = FALSE;
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_TURN, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, message_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, session_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  *turn = has_row ? sqlite3_column_int64 (stmt, 0) : message_id;
+  return TRUE;
+}
+
+static void
+reverse_rows (GPtrArray *rows)
+{
+  for (guint i = 0, j = rows->len; i + 1 < j; i++, j--)
+    {
+      gpointer tmp = rows->pdata[i];
+
+      rows->pdata[i] = rows->pdata[j - 1];
+      rows->pdata[j - 1] = tmp;
+    }
+}
+
+/* Lists from the key (?2, ?3): after it, or before it in reverse. */
 static GPtrArray *
 list_messages (KagedStore  *self,
                StmtId       id,
                gint64       session_id,
+               gint64       turn,
                gint64       from_id,
                guint        limit,
                GError     **error)
@@ -254,11 +310,13 @@ list_messages (KagedStore  *self,
 
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 2, from_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 3, limit > 0 ? (gint64)limit : -1, error))
+      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, from_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 4, limit > 0 ? (gint64)limit : -1, error))
     return NULL;
 
-  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row, g_object_unref, error);
+  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                    g_object_unref, error);
 }
 
 /**
@@ -268,8 +326,10 @@ list_messages (KagedStore  *self,
  * @after_id: list messages after this one, or 0 to start at the beginning
  * @limit: at most this many, or 0 for all
  *
- * Pages through a session's messages in the order they were written: pass
- * the id of the last message of a page as @after_id for the next one.
+ * Pages through a session's messages in conversation order: operator and
+ * summary messages in the order they were posted, each reply right after
+ * the operator message it answers, earlier versions first. Pass the id of
+ * the last message of a page as @after_id for the next one.
  *
  * Returns: (transfer full) (element-type KagedMessage): the messages, or
  *   %NULL with @error set
@@ -282,24 +342,29 @@ kaged_store_list_messages (KagedStore  *self,
                            guint        limit,
                            GError     **error)
 {
+  gint64 turn = 0;
+
   g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
   g_return_val_if_fail (after_id >= 0, NULL);
+
+  if (after_id > 0 && !get_order_key (self, session_id, after_id, &turn, error))
+    return NULL;
 
   return list_messages (self,
                         include_superseded ? STMT_MESSAGE_LIST_ALL_AFTER
                                            : STMT_MESSAGE_LIST_CURRENT_AFTER,
-                        session_id, after_id, limit, error);
+                        session_id, turn, after_id, limit, error);
 }
 
 /**
  * kaged_store_list_messages_before:
  * @session_id: the session
  * @include_superseded: whether to list superseded messages too
- * @before_id: list messages before this one, or 0 to end with the latest
+ * @before_id: list messages before this one, or 0 to end with the last
  * @limit: at most this many, or 0 for all
  *
- * Pages backwards from the latest message: the page holds the @limit
- * messages just before @before_id, still in the order they were written.
+ * Pages backwards from the end of the conversation: the page holds the
+ * @limit messages just before @before_id, in conversation order.
  *
  * Returns: (transfer full) (element-type KagedMessage): the messages, or
  *   %NULL with @error set
@@ -313,27 +378,121 @@ kaged_store_list_messages_before (KagedStore  *self,
                                   GError     **error)
 {
   GPtrArray *messages;
+  gint64 turn = G_MAXINT64;
 
   g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
   g_return_val_if_fail (before_id >= 0, NULL);
 
+  if (before_id > 0 && !get_order_key (self, session_id, before_id, &turn, error))
+    return NULL;
+
   messages = list_messages (self,
                             include_superseded ? STMT_MESSAGE_LIST_ALL_BEFORE
                                                : STMT_MESSAGE_LIST_CURRENT_BEFORE,
-                            session_id, before_id > 0 ? before_id : G_MAXINT64, limit, error);
+                            session_id, turn, before_id > 0 ? before_id : G_MAXINT64, limit,
+                            error);
 
   if (messages != NULL)
-    {
-      for (guint i = 0, j = messages->len; i + 1 < j; i++, j--)
-        {
-          gpointer tmp = messages->pdata[i];
-
-          messages->pdata[i] = messages->pdata[j - 1];
-          messages->pdata[j - 1] = tmp;
-        }
-    }
+    reverse_rows (messages);
 
   return messages;
+}
+
+/**
+ * kaged_store_list_messages_at:
+ * @session_id: the session
+ * @include_superseded: whether to count and list superseded messages too
+ * @offset: how many messages to skip, from the start (or from the end)
+ * @limit: at most this many, or 0 for all
+ * @from_end: whether @offset counts back from the end of the conversation
+ *
+ * Lists the messages at a position in conversation order: the @limit
+ * messages after the first @offset, or with @from_end, the @limit messages
+ * that end @offset messages before the last one. Either way they come in
+ * conversation order. The cost grows with @offset: page from a message
+ * with kaged_store_list_messages() or kaged_store_list_messages_before()
+ * where one is at hand.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages, or
+ *   %NULL with @error set
+ */
+GPtrArray *
+kaged_store_list_messages_at (KagedStore  *self,
+                              gint64       session_id,
+                              gboolean     include_superseded,
+                              guint        offset,
+                              guint        limit,
+                              gboolean     from_end,
+                              GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  GPtrArray *messages;
+  StmtId id;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  if (from_end)
+    id = include_superseded ? STMT_MESSAGE_LIST_ALL_AT_END : STMT_MESSAGE_LIST_CURRENT_AT_END;
+  else
+    id = include_superseded ? STMT_MESSAGE_LIST_ALL_AT : STMT_MESSAGE_LIST_CURRENT_AT;
+
+  stmt = _kaged_store_get_stmt (self, id, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, offset, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, limit > 0 ? (gint64)limit : -1, error))
+    return NULL;
+
+  messages = _kaged_store_collect_rows (self, stmt,
+                                        (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                        g_object_unref, error);
+  if (messages != NULL && from_end)
+    reverse_rows (messages);
+
+  return messages;
+}
+
+/**
+ * kaged_store_count_messages_after:
+ * @session_id: the session
+ * @include_superseded: whether to count superseded messages too
+ * @message_id: a message of the session
+ * @n_messages: (out): how many messages stand after it
+ *
+ * Counts the messages after @message_id in conversation order: near the
+ * end of a conversation, this is cheap whatever its length.
+ */
+gboolean
+kaged_store_count_messages_after (KagedStore  *self,
+                                  gint64       session_id,
+                                  gboolean     include_superseded,
+                                  gint64       message_id,
+                                  guint       *n_messages,
+                                  GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gboolean has_row = FALSE;
+  gint64 turn = 0;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (n_messages != NULL, FALSE);
+
+  if (!get_order_key (self, session_id, message_id, &turn, error))
+    return FALSE;
+
+  stmt = _kaged_store_get_stmt (self,
+                                include_superseded ? STMT_MESSAGE_COUNT_ALL_AFTER
+                                                   : STMT_MESSAGE_COUNT_CURRENT_AFTER,
+                                error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  *n_messages = has_row ? (guint)sqlite3_column_int64 (stmt, 0) : 0;
+  return TRUE;
 }
 
 gboolean
@@ -349,7 +508,9 @@ kaged_store_count_messages (KagedStore  *self,
   g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
   g_return_val_if_fail (n_messages != NULL, FALSE);
 
-  stmt = _kaged_store_get_stmt (self, include_superseded ? STMT_MESSAGE_COUNT_ALL : STMT_MESSAGE_COUNT_CURRENT,
+  stmt = _kaged_store_get_stmt (self,
+                                include_superseded ? STMT_MESSAGE_COUNT_ALL
+                                                   : STMT_MESSAGE_COUNT_CURRENT,
                                 error);
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
@@ -381,6 +542,7 @@ supersede_after (KagedStore  *self,
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
   gboolean has_row = FALSE;
   KagedStoreMessageInfo info;
+  gint64 turn = 0;
 
   if (!_kaged_store_get_message_info (self, message_id, &info, error))
     return FALSE;
@@ -401,14 +563,16 @@ supersede_after (KagedStore  *self,
       return FALSE;
     }
 
-  if (!check_run_in_session (self, by_run_id, session_id, error))
+  if (!check_run_in_session (self, by_run_id, session_id, NULL, error) ||
+      !get_order_key (self, session_id, message_id, &turn, error))
     return FALSE;
 
   stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_SUPERSEDE, error);
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 2, message_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 3, by_run_id, error))
+      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 4, by_run_id, error))
     return FALSE;
 
   for (;;)
@@ -435,8 +599,9 @@ supersede_after (KagedStore  *self,
  * @superseded_ids: (out) (optional) (transfer full) (element-type gint64):
  *   the ids of the messages superseded, ascending
  *
- * Marks every current message after @message_id superseded by @by_run_id,
- * in one transaction. Messages before it, @message_id itself and messages
+ * Marks every current message after @message_id in conversation order
+ * superseded by @by_run_id, in one transaction (for an operator message:
+ * its replies and everything after them). Messages before it, @message_id itself and messages
  * superseded earlier are left as they were; no message row is rewritten.
  */
 gboolean
@@ -478,7 +643,8 @@ kaged_store_supersede_after (KagedStore  *self,
  *
  * Returns: (transfer full) (element-type KagedMessage): every agent reply
  *   written by a run anchored on @anchor_id, superseded ones included, in
- *   the order they were written, or %NULL with @error set
+ *   conversation order (the order they were written), or %NULL with
+ *   @error set
  */
 GPtrArray *
 kaged_store_list_versions (KagedStore  *self,
@@ -493,7 +659,8 @@ kaged_store_list_versions (KagedStore  *self,
   if (stmt == NULL || !_kaged_store_bind_int64 (self, stmt, 1, anchor_id, error))
     return NULL;
 
-  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row, g_object_unref, error);
+  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                    g_object_unref, error);
 }
 
 /**

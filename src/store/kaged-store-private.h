@@ -35,6 +35,7 @@ typedef enum
   STMT_SESSION_DELETE,
 
   STMT_MESSAGE_INSERT,
+  STMT_MESSAGE_TURN,
   STMT_MESSAGE_GET,
   STMT_MESSAGE_INFO,
   STMT_MESSAGE_UPDATE,
@@ -42,6 +43,12 @@ typedef enum
   STMT_MESSAGE_LIST_ALL_AFTER,
   STMT_MESSAGE_LIST_CURRENT_BEFORE,
   STMT_MESSAGE_LIST_ALL_BEFORE,
+  STMT_MESSAGE_LIST_CURRENT_AT,
+  STMT_MESSAGE_LIST_ALL_AT,
+  STMT_MESSAGE_LIST_CURRENT_AT_END,
+  STMT_MESSAGE_LIST_ALL_AT_END,
+  STMT_MESSAGE_COUNT_CURRENT_AFTER,
+  STMT_MESSAGE_COUNT_ALL_AFTER,
   STMT_MESSAGE_COUNT_CURRENT,
   STMT_MESSAGE_COUNT_ALL,
   STMT_MESSAGE_SUPERSEDE,
@@ -51,6 +58,7 @@ typedef enum
   STMT_RUN_INSERT,
   STMT_RUN_GET,
   STMT_RUN_LATEST,
+  STMT_RUN_LATEST_IN_CONVERSATION,
   STMT_RUN_UPDATE,
   STMT_RUN_LIST,
   STMT_RUN_LIST_ALL,
@@ -203,7 +211,7 @@ gboolean        _kaged_store_get_message_info (KagedStore             *self,
 gboolean        _kaged_store_read_version (KagedStore  *self,
                                            gint64      *version,
                                            GError     **error);
-extern const char _kaged_store_schema_v3[];
+extern const char _kaged_store_schema_v4[];
 
 gboolean        _kaged_store_migrate (KagedStore  *self,
                                       gint64       version,

@@ -120,10 +120,13 @@ kaged_store_set_retry_state (KagedStore                  *self,
       !_kaged_store_bind_int64 (self, stmt, 1, state->session_id, error) ||
       !_kaged_store_bind_int64 (self, stmt, 2, state->attempt, error) ||
       !_kaged_store_bind_int64_or_null (self, stmt, 3, state->next_eligible_at, error) ||
-      !_kaged_store_bind_text (self, stmt, 4, state->state != NULL ? state->state : "idle", error) ||
+      !_kaged_store_bind_text (self, stmt, 4, state->state != NULL ? state->state : "idle",
+                               error) ||
       !_kaged_store_bind_int64 (self, stmt, 5, state->cancelled ? 1 : 0, error) ||
       !_kaged_store_bind_int64_or_null (self, stmt, 6, state->anchor_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 7, state->updated_at != 0 ? state->updated_at : _kaged_store_now_ms (self),
+      !_kaged_store_bind_int64 (self, stmt, 7,
+                                state->updated_at != 0 ? state->updated_at
+                                                       : _kaged_store_now_ms (self),
                                 error))
     return FALSE;
 

@@ -62,6 +62,9 @@ kaged_store_create_run (KagedStore  *self,
                         GError     **error)
 {
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  const char *status_nick;
+  const char *retry_class;
+  gint64 retry_after_until;
   gint64 session_id;
   gint64 created_at;
   KagedStoreMessageInfo anchor;
@@ -69,6 +72,10 @@ kaged_store_create_run (KagedStore  *self,
   g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
   g_return_val_if_fail (KAGED_IS_RUN (run), FALSE);
   g_return_val_if_fail (kaged_run_get_id (run) == 0, FALSE);
+
+  status_nick = _kaged_store_enum_nick (KAGED_TYPE_RUN_STATUS, kaged_run_get_status (run));
+  retry_class = kaged_retry_class_to_string (kaged_run_get_retry_class (run));
+  retry_after_until = kaged_run_get_retry_after_until (run);
 
   session_id = kaged_run_get_session_id (run);
   if (!_kaged_store_get_message_info (self, kaged_run_get_anchor_id (run), &anchor, error))
@@ -90,14 +97,12 @@ kaged_store_create_run (KagedStore  *self,
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
       !_kaged_store_bind_int64 (self, stmt, 2, kaged_run_get_anchor_id (run), error) ||
-      !_kaged_store_bind_text (self, stmt, 3, _kaged_store_enum_nick (KAGED_TYPE_RUN_STATUS, kaged_run_get_status (run)),
-                               error) ||
+      !_kaged_store_bind_text (self, stmt, 3, status_nick, error) ||
       !_kaged_store_bind_int64 (self, stmt, 4, kaged_run_get_input_tokens (run), error) ||
       !_kaged_store_bind_int64 (self, stmt, 5, kaged_run_get_output_tokens (run), error) ||
       !_kaged_store_bind_int64 (self, stmt, 6, kaged_run_get_retryable (run), error) ||
-      !_kaged_store_bind_text (self, stmt, 7, kaged_retry_class_to_string (kaged_run_get_retry_class (run)),
-                               error) ||
-      !_kaged_store_bind_int64_or_null (self, stmt, 8, kaged_run_get_retry_after_until (run), error) ||
+      !_kaged_store_bind_text (self, stmt, 7, retry_class, error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 8, retry_after_until, error) ||
       !_kaged_store_bind_int64_or_null (self, stmt, 9, kaged_run_get_http_status (run), error) ||
       !_kaged_store_bind_text (self, stmt, 10, kaged_run_get_error_message (run), error) ||
       !_kaged_store_bind_int64 (self, stmt, 11, created_at, error) ||
@@ -180,6 +185,45 @@ kaged_store_get_latest_run (KagedStore  *self,
 }
 
 /**
+ * kaged_store_get_latest_run_in_conversation:
+ *
+ * The run the conversation ends with: the newest run anchored on the last
+ * current operator message. Unlike kaged_store_get_latest_run(), a run
+ * created later for an earlier message (a queued post answered after a
+ * regeneration) is not it.
+ *
+ * Returns: (transfer full): the run with its attempt log, or %NULL with
+ *   @error set (%KAGED_STORE_ERROR_NOT_FOUND when the session has none)
+ */
+KagedRun *
+kaged_store_get_latest_run_in_conversation (KagedStore  *self,
+                                            gint64       session_id,
+                                            GError     **error)
+{
+  g_autoptr(KagedRun) run = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  {
+    g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+
+    stmt = _kaged_store_get_stmt (self, STMT_RUN_LATEST_IN_CONVERSATION, error);
+    if (stmt == NULL || !_kaged_store_bind_int64 (self, stmt, 1, session_id, error))
+      return NULL;
+
+    run = _kaged_store_fetch_one (self, stmt, (KagedStoreRowFunc)_kaged_store_run_from_row,
+                                  MISSING_SESSION_RUNS, session_id, error);
+    if (run == NULL)
+      return NULL;
+  }
+
+  if (!load_attempts (self, run, error))
+    return NULL;
+
+  return g_steal_pointer (&run);
+}
+
+/**
  * kaged_store_update_run:
  * @run: a run read from or created in the store
  *
@@ -193,23 +237,27 @@ kaged_store_update_run (KagedStore  *self,
                         GError     **error)
 {
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  const char *status_nick;
+  const char *retry_class;
+  gint64 retry_after_until;
   gint64 id;
 
   g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
   g_return_val_if_fail (KAGED_IS_RUN (run), FALSE);
 
   id = kaged_run_get_id (run);
+  status_nick = _kaged_store_enum_nick (KAGED_TYPE_RUN_STATUS, kaged_run_get_status (run));
+  retry_class = kaged_retry_class_to_string (kaged_run_get_retry_class (run));
+  retry_after_until = kaged_run_get_retry_after_until (run);
   stmt = _kaged_store_get_stmt (self, STMT_RUN_UPDATE, error);
   return stmt != NULL &&
          _kaged_store_bind_int64 (self, stmt, 1, id, error) &&
-         _kaged_store_bind_text (self, stmt, 2, _kaged_store_enum_nick (KAGED_TYPE_RUN_STATUS, kaged_run_get_status (run)),
-                                 error) &&
+         _kaged_store_bind_text (self, stmt, 2, status_nick, error) &&
          _kaged_store_bind_int64 (self, stmt, 3, kaged_run_get_input_tokens (run), error) &&
          _kaged_store_bind_int64 (self, stmt, 4, kaged_run_get_output_tokens (run), error) &&
          _kaged_store_bind_int64 (self, stmt, 5, kaged_run_get_retryable (run), error) &&
-         _kaged_store_bind_text (self, stmt, 6, kaged_retry_class_to_string (kaged_run_get_retry_class (run)),
-                                 error) &&
-         _kaged_store_bind_int64_or_null (self, stmt, 7, kaged_run_get_retry_after_until (run), error) &&
+         _kaged_store_bind_text (self, stmt, 6, retry_class, error) &&
+         _kaged_store_bind_int64_or_null (self, stmt, 7, retry_after_until, error) &&
          _kaged_store_bind_int64_or_null (self, stmt, 8, kaged_run_get_http_status (run), error) &&
          _kaged_store_bind_text (self, stmt, 9, kaged_run_get_error_message (run), error) &&
          _kaged_store_bind_int64_or_null (self, stmt, 10, kaged_run_get_started_at (run), error) &&
@@ -239,10 +287,13 @@ kaged_store_append_attempt (KagedStore          *self,
   stmt = _kaged_store_get_stmt (self, STMT_ATTEMPT_INSERT, error);
   if (stmt == NULL ||
       !_kaged_store_bind_int64 (self, stmt, 1, run_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 2, attempt->time != 0 ? attempt->time : _kaged_store_now_ms (self), error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2,
+                                attempt->time != 0 ? attempt->time : _kaged_store_now_ms (self),
+                                error) ||
       !_kaged_store_bind_int64_or_null (self, stmt, 3, attempt->http_status, error) ||
       !_kaged_store_bind_text (self, stmt, 4, attempt->error, error) ||
-      !_kaged_store_bind_text (self, stmt, 5, kaged_retry_class_to_string (attempt->retry_class), error) ||
+      !_kaged_store_bind_text (self, stmt, 5, kaged_retry_class_to_string (attempt->retry_class),
+                               error) ||
       !_kaged_store_bind_int64 (self, stmt, 6, attempt->wait_ms, error) ||
       !_kaged_store_bind_text (self, stmt, 7, attempt->wait_source, error))
     return FALSE;
@@ -299,7 +350,8 @@ kaged_store_list_runs (KagedStore      *self,
           return NULL;
       }
 
-    runs = _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_run_from_row, g_object_unref, error);
+    runs = _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_run_from_row,
+                                      g_object_unref, error);
     if (runs == NULL)
       return NULL;
   }

@@ -133,8 +133,21 @@ static const char schema_v2[] =
   /* Spend limits sum the usage of the runs finished in a period. */
   "CREATE INDEX runs_by_finish ON runs (finished_at) WHERE finished_at IS NOT NULL;\n";
 
-/* Version 3: the search index, in kaged-store-search.c. */
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 3);
+/* Version 3: conversation order. Operator and summary messages stand in
+ * the order they were posted, each reply right after the operator message
+ * it answers, earlier versions first. A reply carries its run's anchor, so
+ * that order is (coalesce (anchor_id, id), id) and one index reads it:
+ * replies are always written after their anchor. The index also serves
+ * everything the one on session_id did. */
+static const char schema_v3[] =
+  "ALTER TABLE messages ADD COLUMN anchor_id INTEGER;\n"
+  "UPDATE messages SET anchor_id = (SELECT r.anchor_id FROM runs r WHERE r.id = messages.run_id)\n"
+  "  WHERE role = 'agent';\n"
+  "CREATE INDEX messages_in_order ON messages (session_id, coalesce (anchor_id, id), id);\n"
+  "DROP INDEX messages_by_session;\n";
+
+/* Version 4: the search index, in kaged-store-search.c. */
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 4);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -261,7 +274,12 @@ _kaged_store_migrate (KagedStore  *self,
       G_GNUC_FALLTHROUGH;
 
     case 2:
-      if (!migrate_step (self, 3, _kaged_store_schema_v3, error))
+      if (!migrate_step (self, 3, schema_v3, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 3:
+      if (!migrate_step (self, 4, _kaged_store_schema_v4, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

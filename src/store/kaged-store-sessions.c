@@ -84,7 +84,8 @@ kaged_store_list_sessions (KagedStore  *self,
   if (stmt == NULL)
     return NULL;
 
-  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_session_from_row, g_object_unref, error);
+  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_session_from_row,
+                                    g_object_unref, error);
 }
 
 gboolean

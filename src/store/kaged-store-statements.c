@@ -25,6 +25,16 @@
   "FROM messages m " \
   "LEFT JOIN message_supersessions s ON s.message_id = m.id " \
   "LEFT JOIN message_compactions c ON c.message_id = m.id "
+/* Conversation order (see schema_v3): a message's turn, then its id. The
+ * expression is the one indexed by messages_in_order. */
+#define TURN "coalesce (m.anchor_id, m.id)"
+#define IN_ORDER "ORDER BY " TURN ", m.id "
+#define IN_REVERSE_ORDER "ORDER BY " TURN " DESC, m.id DESC "
+/* After and before the message whose turn is ?2 and id ?3. */
+#define AFTER_KEY TURN " >= ?2 AND (" TURN " > ?2 OR m.id > ?3) "
+#define BEFORE_KEY TURN " <= ?2 AND (" TURN " < ?2 OR m.id < ?3) "
+#define IS_CURRENT \
+  "NOT EXISTS (SELECT 1 FROM message_supersessions cur WHERE cur.message_id = m.id) "
 #define RUN_COLUMNS \
   "id, session_id, anchor_id, status, input_tokens, output_tokens, retryable, " \
   "retry_class, retry_after_until, http_status, error_message, created_at, " \
@@ -56,8 +66,10 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
 
   [STMT_MESSAGE_INSERT] =
     "INSERT INTO messages (session_id, role, content, created_at, run_id, status, "
-    "error_message, retryable, retry_class, retry_after_until) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    "error_message, retryable, retry_class, retry_after_until, anchor_id) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+  [STMT_MESSAGE_TURN] =
+    "SELECT coalesce (anchor_id, id) FROM messages WHERE id = ?1 AND session_id = ?2",
   [STMT_MESSAGE_GET] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM "WHERE m.id = ?1",
   [STMT_MESSAGE_INFO] =
@@ -68,20 +80,40 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "retry_class = ?6, retry_after_until = ?7 WHERE id = ?1 AND role <> 'operator'",
   [STMT_MESSAGE_LIST_CURRENT_AFTER] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
-    "WHERE m.session_id = ?1 AND m.id > ?2 AND s.message_id IS NULL "
-    "ORDER BY m.id LIMIT ?3",
+    "WHERE m.session_id = ?1 AND " AFTER_KEY "AND s.message_id IS NULL "
+    IN_ORDER "LIMIT ?4",
   [STMT_MESSAGE_LIST_ALL_AFTER] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
-    "WHERE m.session_id = ?1 AND m.id > ?2 "
-    "ORDER BY m.id LIMIT ?3",
+    "WHERE m.session_id = ?1 AND " AFTER_KEY
+    IN_ORDER "LIMIT ?4",
   [STMT_MESSAGE_LIST_CURRENT_BEFORE] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
-    "WHERE m.session_id = ?1 AND m.id < ?2 AND s.message_id IS NULL "
-    "ORDER BY m.id DESC LIMIT ?3",
+    "WHERE m.session_id = ?1 AND " BEFORE_KEY "AND s.message_id IS NULL "
+    IN_REVERSE_ORDER "LIMIT ?4",
   [STMT_MESSAGE_LIST_ALL_BEFORE] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
-    "WHERE m.session_id = ?1 AND m.id < ?2 "
-    "ORDER BY m.id DESC LIMIT ?3",
+    "WHERE m.session_id = ?1 AND " BEFORE_KEY
+    IN_REVERSE_ORDER "LIMIT ?4",
+  [STMT_MESSAGE_LIST_CURRENT_AT] =
+    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
+    "WHERE m.session_id = ?1 AND s.message_id IS NULL "
+    IN_ORDER "LIMIT ?3 OFFSET ?2",
+  [STMT_MESSAGE_LIST_ALL_AT] =
+    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
+    "WHERE m.session_id = ?1 "
+    IN_ORDER "LIMIT ?3 OFFSET ?2",
+  [STMT_MESSAGE_LIST_CURRENT_AT_END] =
+    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
+    "WHERE m.session_id = ?1 AND s.message_id IS NULL "
+    IN_REVERSE_ORDER "LIMIT ?3 OFFSET ?2",
+  [STMT_MESSAGE_LIST_ALL_AT_END] =
+    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
+    "WHERE m.session_id = ?1 "
+    IN_REVERSE_ORDER "LIMIT ?3 OFFSET ?2",
+  [STMT_MESSAGE_COUNT_CURRENT_AFTER] =
+    "SELECT count (*) FROM messages m WHERE m.session_id = ?1 AND " AFTER_KEY "AND " IS_CURRENT,
+  [STMT_MESSAGE_COUNT_ALL_AFTER] =
+    "SELECT count (*) FROM messages m WHERE m.session_id = ?1 AND " AFTER_KEY,
   [STMT_MESSAGE_COUNT_CURRENT] =
     "SELECT count (*) FROM messages m WHERE m.session_id = ?1 AND NOT EXISTS "
     "(SELECT 1 FROM message_supersessions s WHERE s.message_id = m.id)",
@@ -89,8 +121,7 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "SELECT count (*) FROM messages WHERE session_id = ?1",
   [STMT_MESSAGE_SUPERSEDE] =
     "INSERT INTO message_supersessions (message_id, run_id) "
-    "SELECT m.id, ?3 FROM messages m WHERE m.session_id = ?1 AND m.id > ?2 AND NOT EXISTS "
-    "(SELECT 1 FROM message_supersessions s WHERE s.message_id = m.id) "
+    "SELECT m.id, ?4 FROM messages m WHERE m.session_id = ?1 AND " AFTER_KEY "AND " IS_CURRENT
     "RETURNING message_id",
   [STMT_MESSAGE_VERSIONS] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
@@ -108,6 +139,11 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "SELECT " RUN_COLUMNS "FROM runs WHERE id = ?1",
   [STMT_RUN_LATEST] =
     "SELECT " RUN_COLUMNS "FROM runs WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+  [STMT_RUN_LATEST_IN_CONVERSATION] =
+    "SELECT " RUN_COLUMNS "FROM runs WHERE anchor_id = "
+    "(SELECT m.id FROM messages m WHERE m.session_id = ?1 AND m.role = 'operator' AND " IS_CURRENT
+    IN_REVERSE_ORDER "LIMIT 1) "
+    "ORDER BY id DESC LIMIT 1",
   [STMT_RUN_UPDATE] =
     "UPDATE runs SET status = ?2, input_tokens = ?3, output_tokens = ?4, retryable = ?5, "
     "retry_class = ?6, retry_after_until = ?7, http_status = ?8, error_message = ?9, "
@@ -259,8 +295,8 @@ _kaged_store_get_stmt (KagedStore  *self,
 
   if (self->stmts[id] == NULL)
     {
-      int rc = sqlite3_prepare_v3 (self->db, _kaged_store_stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
-                                   &self->stmts[id], NULL);
+      int rc = sqlite3_prepare_v3 (self->db, _kaged_store_stmt_sql[id], -1,
+                                   SQLITE_PREPARE_PERSISTENT, &self->stmts[id], NULL);
 
       if (rc != SQLITE_OK)
         {
@@ -427,13 +463,15 @@ _kaged_store_message_from_row (sqlite3_stmt *stmt)
 
   kaged_message_set_id (message, sqlite3_column_int64 (stmt, 0));
   kaged_message_set_session_id (message, sqlite3_column_int64 (stmt, 1));
-  kaged_message_set_role (message, _kaged_store_enum_from_column (stmt, 2, KAGED_TYPE_MESSAGE_ROLE,
-                                                                  KAGED_MESSAGE_ROLE_AGENT));
+  kaged_message_set_role (message,
+                          _kaged_store_enum_from_column (stmt, 2, KAGED_TYPE_MESSAGE_ROLE,
+                                                         KAGED_MESSAGE_ROLE_AGENT));
   kaged_message_set_content (message, _kaged_store_column_text (stmt, 3));
   kaged_message_set_created_at (message, sqlite3_column_int64 (stmt, 4));
   kaged_message_set_run_id (message, sqlite3_column_int64 (stmt, 5));
-  kaged_message_set_status (message, _kaged_store_enum_from_column (stmt, 6, KAGED_TYPE_MESSAGE_STATUS,
-                                                                    KAGED_MESSAGE_STATUS_NONE));
+  kaged_message_set_status (message,
+                            _kaged_store_enum_from_column (stmt, 6, KAGED_TYPE_MESSAGE_STATUS,
+                                                           KAGED_MESSAGE_STATUS_NONE));
   kaged_message_set_error_message (message, _kaged_store_column_text (stmt, 7));
   kaged_message_set_retryable (message, sqlite3_column_int (stmt, 8) != 0);
   kaged_message_set_retry_class (message, _kaged_store_retry_class_from_column (stmt, 9));

@@ -261,7 +261,8 @@ kaged_store_initable_init (GInitable     *initable,
     }
 
   if (!_kaged_store_exec_sql (self, "PRAGMA journal_mode = WAL", error) ||
-      !_kaged_store_exec_sql (self, "PRAGMA journal_size_limit = " G_STRINGIFY (WAL_SIZE_LIMIT), error) ||
+      !_kaged_store_exec_sql (self, "PRAGMA journal_size_limit = " G_STRINGIFY (WAL_SIZE_LIMIT),
+                              error) ||
       !_kaged_store_exec_sql (self, "PRAGMA synchronous = NORMAL", error) ||
       !_kaged_store_exec_sql (self, "PRAGMA foreign_keys = ON", error))
     return FALSE;
@@ -787,7 +788,8 @@ kaged_store_rollback (KagedStore *self)
 
   if (self->depth == 1)
     {
-      if (!sqlite3_get_autocommit (self->db) && !_kaged_store_run_stmt (self, STMT_ROLLBACK, &error))
+      if (!sqlite3_get_autocommit (self->db) &&
+          !_kaged_store_run_stmt (self, STMT_ROLLBACK, &error))
         g_warning ("%s", error->message);
     }
   else if (!_kaged_store_run_stmt (self, STMT_ROLLBACK_TO, &error) ||

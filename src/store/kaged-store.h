@@ -45,7 +45,7 @@ typedef enum
  *
  * The newest schema this build reads and writes (`PRAGMA user_version`).
  */
-#define KAGED_STORE_SCHEMA_VERSION 3
+#define KAGED_STORE_SCHEMA_VERSION 4
 
 #define KAGED_TYPE_STORE_RETRY_STATE (kaged_store_retry_state_get_type ())
 
@@ -174,6 +174,19 @@ GPtrArray            *kaged_store_list_messages_before (KagedStore              
                                                         gint64                      before_id,
                                                         guint                       limit,
                                                         GError                    **error);
+GPtrArray            *kaged_store_list_messages_at     (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gboolean                    include_superseded,
+                                                        guint                       offset,
+                                                        guint                       limit,
+                                                        gboolean                    from_end,
+                                                        GError                    **error);
+gboolean              kaged_store_count_messages_after (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gboolean                    include_superseded,
+                                                        gint64                      message_id,
+                                                        guint                      *n_messages,
+                                                        GError                    **error);
 gboolean              kaged_store_count_messages       (KagedStore                 *self,
                                                         gint64                      session_id,
                                                         gboolean                    include_superseded,
@@ -205,6 +218,10 @@ KagedRun             *kaged_store_get_run              (KagedStore              
                                                         gint64                      run_id,
                                                         GError                    **error);
 KagedRun             *kaged_store_get_latest_run       (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        GError                    **error);
+KagedRun             *kaged_store_get_latest_run_in_conversation
+                                                       (KagedStore                 *self,
                                                         gint64                      session_id,
                                                         GError                    **error);
 gboolean              kaged_store_update_run           (KagedStore                 *self,

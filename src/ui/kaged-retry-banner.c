@@ -11,6 +11,11 @@
 #include <glib/gi18n.h>
 
 #include "kaged-retry-banner.h"
+#include "kaged-retry-text.h"
+
+/* A scheduled time is put in words again this often, so "tomorrow"
+ * becomes today at midnight. */
+#define LABEL_REFRESH_MS 60000
 
 /* The same contents in two arrangements: in a row when the window is wide,
  * with the buttons under the words when it is narrow. */
@@ -46,6 +51,8 @@ struct _KagedRetryBanner
 
   KagedRetryScheduler *scheduler;
   GSignalGroup *scheduler_signals;
+  GSettings *interface_settings;
+  GSource *refresh_source;
 
   GtkRevealer *revealer;
   Layout layouts[N_LAYOUTS];
@@ -124,6 +131,19 @@ state_is_shown (KagedRetrySchedulerState state)
          state != KAGED_RETRY_SCHEDULER_STATE_CANCELLED;
 }
 
+static void kaged_retry_banner_update (KagedRetryBanner *self);
+
+static gboolean
+refresh_cb (gpointer user_data)
+{
+  KagedRetryBanner *self = user_data;
+
+  g_clear_pointer (&self->refresh_source, g_source_unref);
+  kaged_retry_banner_update (self);
+
+  return G_SOURCE_REMOVE;
+}
+
 static void
 kaged_retry_banner_update (KagedRetryBanner *self)
 {
@@ -131,6 +151,7 @@ kaged_retry_banner_update (KagedRetryBanner *self)
   g_autofree char *detail = NULL;
   g_autofree char *status = NULL;
   g_autofree char *remaining = NULL;
+  g_autofree char *reason = NULL;
   const char *icon_name = "view-refresh-symbolic";
   gboolean shown;
   gboolean was_revealed;
@@ -142,6 +163,8 @@ kaged_retry_banner_update (KagedRetryBanner *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.retry-now",
                                  state_is_waiting (state));
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.cancel", shown);
+
+  kaged_clock_clear_source (&self->refresh_source);
 
   was_revealed = gtk_revealer_get_reveal_child (self->revealer);
   gtk_revealer_set_reveal_child (self->revealer, shown);
@@ -161,8 +184,11 @@ kaged_retry_banner_update (KagedRetryBanner *self)
       break;
 
     case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
-      status = g_strdup (kaged_retry_scheduler_get_scheduled_label (self->scheduler));
+      status = kaged_retry_dup_scheduled_label (self->scheduler, self->interface_settings);
       icon_name = "alarm-symbolic";
+      self->refresh_source = kaged_clock_attach_timeout (kaged_retry_scheduler_get_clock (self->scheduler),
+                                                         NULL, LABEL_REFRESH_MS, refresh_cb, self,
+                                                         NULL, "[kaged] retry banner time");
       break;
 
     case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
@@ -186,11 +212,13 @@ kaged_retry_banner_update (KagedRetryBanner *self)
                             kaged_retry_scheduler_get_attempt (self->scheduler),
                             kaged_retry_describe_wait_source (kaged_retry_scheduler_get_wait_source (self->scheduler)));
 
+  reason = kaged_retry_dup_reason (self->scheduler);
+
   for (guint i = 0; i < N_LAYOUTS; i++)
     {
       Layout *layout = &self->layouts[i];
 
-      set_label (layout->reason_label, kaged_retry_scheduler_get_reason (self->scheduler));
+      set_label (layout->reason_label, reason);
       set_label (layout->detail_label, detail);
       set_label (layout->status_label, status);
       if (g_strcmp0 (gtk_image_get_icon_name (layout->icon), icon_name) != 0)
@@ -274,6 +302,8 @@ kaged_retry_banner_dispose (GObject *object)
     g_signal_group_set_target (self->scheduler_signals, NULL);
   g_clear_object (&self->scheduler_signals);
   g_clear_object (&self->scheduler);
+  kaged_clock_clear_source (&self->refresh_source);
+  g_clear_object (&self->interface_settings);
 
   g_clear_pointer ((GtkWidget **)&self->revealer, gtk_widget_unparent);
 
@@ -430,6 +460,12 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   GtkWidget *texts;
 
   ensure_style (GTK_WIDGET (self));
+
+  /* The desktop's 12h/24h choice, when the desktop's schema is installed. */
+  self->interface_settings = kaged_retry_new_interface_settings ();
+  if (self->interface_settings != NULL)
+    g_signal_connect_object (self->interface_settings, "changed::clock-format",
+                             G_CALLBACK (kaged_retry_banner_update), self, G_CONNECT_SWAPPED);
 
   self->scheduler_signals = g_signal_group_new (KAGED_TYPE_RETRY_SCHEDULER);
   g_signal_group_connect_object (self->scheduler_signals, "notify",

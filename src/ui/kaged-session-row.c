@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-retry-text.h"
 #include "kaged-session-row.h"
 
 struct _KagedSessionRow
@@ -66,7 +67,7 @@ update_retry (KagedSessionRow *self)
           break;
 
         case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
-          tooltip = g_strdup (kaged_retry_scheduler_get_scheduled_label (scheduler));
+          tooltip = kaged_retry_dup_scheduled_label (scheduler, NULL);
           shown = TRUE;
           break;
 
@@ -251,7 +252,7 @@ kaged_session_row_init (KagedSessionRow *self)
                                   G_CALLBACK (update_retry), self);
   g_signal_group_connect_swapped (self->scheduler_signals, "notify::remaining-seconds",
                                   G_CALLBACK (update_retry), self);
-  g_signal_group_connect_swapped (self->scheduler_signals, "notify::scheduled-label",
+  g_signal_group_connect_swapped (self->scheduler_signals, "notify::next-eligible-time",
                                   G_CALLBACK (update_retry), self);
 
   g_signal_connect_swapped (self->title_entry, "activate", G_CALLBACK (entry_activate_cb), self);

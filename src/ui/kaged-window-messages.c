@@ -9,156 +9,28 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-conversation.h"
+#include "kaged-message-row.h"
 #include "kaged-window-private.h"
-
-/* ---------------------------------------------------------------------------
- * The conversation: the current messages of a session, in order, each one
- * object updated in place as its reply streams.
- * ------------------------------------------------------------------------- */
-
-static KagedMessage *
-find_message (GListStore *store,
-              gint64      message_id,
-              guint      *position)
-{
-  guint n = g_list_model_get_n_items (G_LIST_MODEL (store));
-
-  /* Streaming happens at the end. */
-  for (guint i = n; i > 0; i--)
-    {
-      g_autoptr(KagedMessage) message = g_list_model_get_item (G_LIST_MODEL (store), i - 1);
-
-      if (kaged_message_get_id (message) == message_id)
-        {
-          if (position != NULL)
-            *position = i - 1;
-          return message;
-        }
-    }
-
-  return NULL;
-}
-
-static gint64
-store_session_id (GListStore *store)
-{
-  gint64 *session_id = g_object_get_data (G_OBJECT (store), "kaged-session-id");
-
-  return session_id != NULL ? *session_id : 0;
-}
-
-static void
-conversation_message_added_cb (KagedSessionManager *manager,
-                               KagedMessage        *message,
-                               GListStore          *store)
-{
-  if (kaged_message_get_session_id (message) != store_session_id (store) ||
-      kaged_message_is_superseded (message) ||
-      find_message (store, kaged_message_get_id (message), NULL) != NULL)
-    return;
-
-  g_list_store_append (store, message);
-}
-
-static void
-conversation_message_delta_cb (KagedSessionManager *manager,
-                               gint64               session_id,
-                               gint64               message_id,
-                               gint64               run_id,
-                               const char          *text,
-                               GListStore          *store)
-{
-  g_autofree char *content = NULL;
-  KagedMessage *message;
-
-  if (session_id != store_session_id (store) ||
-      (message = find_message (store, message_id, NULL)) == NULL)
-    return;
-
-  content = g_strconcat (kaged_message_get_content (message), text, NULL);
-  kaged_message_set_content (message, content);
-}
-
-static void
-conversation_message_changed_cb (KagedSessionManager *manager,
-                                 KagedMessage        *changed,
-                                 GListStore          *store)
-{
-  KagedMessage *message;
-  guint position = 0;
-
-  if (kaged_message_get_session_id (changed) != store_session_id (store) ||
-      (message = find_message (store, kaged_message_get_id (changed), &position)) == NULL)
-    return;
-
-  if (kaged_message_is_superseded (changed))
-    {
-      g_list_store_remove (store, position);
-      return;
-    }
-
-  if (message == changed)
-    return;
-
-  kaged_message_set_content (message, kaged_message_get_content (changed));
-  kaged_message_set_error_message (message, kaged_message_get_error_message (changed));
-  kaged_message_set_retryable (message, kaged_message_get_retryable (changed));
-  kaged_message_set_retry_class (message, kaged_message_get_retry_class (changed));
-  kaged_message_set_retry_after_until (message, kaged_message_get_retry_after_until (changed));
-  kaged_message_set_status (message, kaged_message_get_status (changed));
-}
-
-static void
-conversation_remove (GListModel   *conversation,
-                     const GArray *message_ids)
-{
-  if (!G_IS_LIST_STORE (conversation) || message_ids == NULL)
-    return;
-
-  for (guint i = 0; i < message_ids->len; i++)
-    {
-      guint position = 0;
-
-      if (find_message (G_LIST_STORE (conversation), g_array_index (message_ids, gint64, i),
-                        &position) != NULL)
-        g_list_store_remove (G_LIST_STORE (conversation), position);
-    }
-}
 
 /**
  * kaged_window_open_conversation:
  *
- * Returns: (transfer full): the current messages of @session_id, kept in
- *   step with the engine
+ * Returns: (transfer full) (nullable): the current messages of
+ *   @session_id, kept in step with the engine
  */
 GListModel *
 kaged_window_open_conversation (KagedWindow *self,
                                 gint64       session_id)
 {
-  KagedSessionManager *manager = kaged_window_get_manager (self);
   g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) messages = NULL;
-  GListStore *store;
+  KagedConversation *conversation;
 
-  store = g_list_store_new (KAGED_TYPE_MESSAGE);
-  g_object_set_data_full (G_OBJECT (store), "kaged-session-id",
-                          g_memdup2 (&session_id, sizeof session_id), g_free);
-
-  messages = kaged_store_list_messages (kaged_session_manager_get_store (manager), session_id,
-                                        FALSE, 0, G_MAXUINT, &error);
-  if (messages == NULL)
+  conversation = kaged_conversation_new (kaged_window_get_manager (self), session_id, &error);
+  if (conversation == NULL)
     kaged_window_toast (self, error->message);
-  else
-    g_list_store_splice (store, 0, 0, messages->pdata, messages->len);
 
-  g_signal_connect_object (manager, "message-added",
-                           G_CALLBACK (conversation_message_added_cb), store, 0);
-  g_signal_connect_object (manager, "message-delta",
-                           G_CALLBACK (conversation_message_delta_cb), store, 0);
-  g_signal_connect_object (manager, "message-changed",
-                           G_CALLBACK (conversation_message_changed_cb), store, 0);
-
-  return G_LIST_MODEL (store);
+  return G_LIST_MODEL (conversation);
 }
 
 /* ---------------------------------------------------------------------------
@@ -226,7 +98,6 @@ regenerate (KagedWindow *self,
       return;
     }
 
-  conversation_remove (self->conversation, receipt->superseded_message_ids);
   self->follow_end = TRUE;
   kaged_window_follow_end (self);
 }
@@ -263,68 +134,31 @@ regenerate_latest_action (GtkWidget  *widget,
     }
 }
 
-static KagedMessage *
-lookup_shown (KagedWindow *self,
-              gint64       message_id)
-{
-  guint n;
-
-  if (self->conversation == NULL)
-    return NULL;
-
-  n = g_list_model_get_n_items (self->conversation);
-  for (guint i = 0; i < n; i++)
-    {
-      g_autoptr(KagedMessage) message = g_list_model_get_item (self->conversation, i);
-
-      if (kaged_message_get_id (message) == message_id)
-        return message;
-    }
-
-  return NULL;
-}
-
-static void
-copy_action (GtkWidget  *widget,
-             const char *action_name,
-             GVariant   *parameter)
-{
-  KagedWindow *self = KAGED_WINDOW (widget);
-  KagedMessage *message = lookup_shown (self, g_variant_get_int64 (parameter));
-
-  if (message == NULL)
-    return;
-
-  gdk_clipboard_set_text (gtk_widget_get_clipboard (widget), kaged_message_get_content (message));
-  kaged_window_toast (self, _("Copied to clipboard"));
-}
-
 /* ---------------------------------------------------------------------------
  * Rows
  * ------------------------------------------------------------------------- */
 
-static void
-refresh_queued_row (KagedWindow *self,
-                    GtkWidget   *row)
+static gboolean
+is_queued (KagedWindow  *self,
+           KagedMessage *message)
 {
-  KagedMessage *message = g_object_get_data (G_OBJECT (row), "kaged-message");
-  GtkWidget *queued_label = g_object_get_data (G_OBJECT (row), "kaged-queued-label");
   gint64 id = message != NULL ? kaged_message_get_id (message) : 0;
 
-  gtk_widget_set_visible (queued_label, id > 0 && g_hash_table_contains (self->queued, &id));
+  return id > 0 && g_hash_table_contains (self->queued, &id);
 }
 
 static void
 refresh_queued_rows (KagedWindow *self)
 {
-  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self->message_view));
-       child != NULL;
-       child = gtk_widget_get_next_sibling (child))
+  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view));
+       item != NULL;
+       item = gtk_widget_get_next_sibling (item))
     {
-      GtkWidget *row = gtk_widget_get_first_child (child);
+      GtkWidget *row = gtk_widget_get_first_child (item);
 
-      if (row != NULL && g_object_get_data (G_OBJECT (row), "kaged-queued-label") != NULL)
-        refresh_queued_row (self, row);
+      if (KAGED_IS_MESSAGE_ROW (row))
+        kaged_message_row_set_queued (KAGED_MESSAGE_ROW (row),
+                                      is_queued (self, kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))));
     }
 }
 
@@ -350,70 +184,27 @@ kaged_window_unmark_queued (KagedWindow *self,
     refresh_queued_rows (self);
 }
 
-static char *
-describe_status (KagedMessage *message)
+static GListModel *
+list_versions (KagedWindow  *self,
+               KagedMessage *reply)
 {
-  switch (kaged_message_get_status (message))
-    {
-    case KAGED_MESSAGE_STATUS_FAILED:
-      if (kaged_message_get_error_message (message) != NULL)
-        /* Translators: %s says what went wrong */
-        return g_strdup_printf (_("The reply failed: %s"), kaged_message_get_error_message (message));
-      return g_strdup (_("The reply failed"));
+  g_autoptr(GPtrArray) versions = NULL;
+  GListStore *store;
+  gint64 anchor_id;
 
-    case KAGED_MESSAGE_STATUS_CANCELLED:
-      return g_strdup (_("Stopped before the reply was complete"));
+  if (!KAGED_IS_CONVERSATION (self->conversation))
+    return NULL;
 
-    case KAGED_MESSAGE_STATUS_INTERRUPTED:
-      return g_strdup (_("Kaged stopped while this reply was being written"));
+  anchor_id = kaged_conversation_get_anchor_id (KAGED_CONVERSATION (self->conversation), reply);
+  if (anchor_id <= 0 ||
+      (versions = kaged_conversation_list_versions (KAGED_CONVERSATION (self->conversation),
+                                                    anchor_id, NULL)) == NULL)
+    return NULL;
 
-    case KAGED_MESSAGE_STATUS_NONE:
-    case KAGED_MESSAGE_STATUS_STREAMING:
-    case KAGED_MESSAGE_STATUS_COMPLETE:
-    default:
-      return NULL;
-    }
-}
+  store = g_list_store_new (KAGED_TYPE_MESSAGE);
+  g_list_store_splice (store, 0, 0, versions->pdata, versions->len);
 
-static void
-update_row_status (GtkWidget    *row,
-                   GParamSpec   *pspec,
-                   KagedMessage *message)
-{
-  GtkLabel *status_label = g_object_get_data (G_OBJECT (row), "kaged-status-label");
-  g_autofree char *status = describe_status (message);
-
-  gtk_label_set_label (status_label, status);
-  gtk_widget_set_visible (GTK_WIDGET (status_label), status != NULL);
-}
-
-static void
-update_row_description (GtkWidget    *row,
-                        GParamSpec   *pspec,
-                        KagedMessage *message)
-{
-  gtk_accessible_update_property (GTK_ACCESSIBLE (row),
-                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
-                                  kaged_message_get_content (message),
-                                  -1);
-}
-
-static GtkWidget *
-action_button (const char *icon_name,
-               const char *label,
-               const char *action_name)
-{
-  GtkWidget *button = gtk_button_new_from_icon_name (icon_name);
-
-  gtk_widget_set_tooltip_text (button, label);
-  gtk_accessible_update_property (GTK_ACCESSIBLE (button),
-                                  GTK_ACCESSIBLE_PROPERTY_LABEL, label,
-                                  -1);
-  /* The action name comes with the message's id, when the row is bound. */
-  g_object_set_data (G_OBJECT (button), "kaged-action-name", (gpointer)action_name);
-  gtk_widget_add_css_class (button, "flat");
-
-  return button;
+  return G_LIST_MODEL (store);
 }
 
 static void
@@ -421,93 +212,39 @@ message_setup_cb (GtkSignalListItemFactory *factory,
                   GtkListItem              *item,
                   KagedWindow              *self)
 {
-  GtkWidget *row = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
-  GtkWidget *content = gtk_label_new (NULL);
-  GtkWidget *status = gtk_label_new (NULL);
-  GtkWidget *queued = gtk_label_new (_("Queued — sent when the reply above is complete"));
-  GtkWidget *actions = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
-  GtkWidget *regenerate_button = action_button ("view-refresh-symbolic", _("Regenerate"),
-                                                "message.regenerate");
-  GtkWidget *edit_button = action_button ("document-edit-symbolic", _("Edit"), "message.edit");
-  GtkWidget *copy_button = action_button ("edit-copy-symbolic", _("Copy"), "message.copy");
-  GBindingGroup *bindings = g_binding_group_new ();
-
-  gtk_widget_add_css_class (row, "kaged-message");
-  gtk_label_set_wrap (GTK_LABEL (content), TRUE);
-  gtk_label_set_wrap_mode (GTK_LABEL (content), PANGO_WRAP_WORD_CHAR);
-  gtk_label_set_xalign (GTK_LABEL (content), 0);
-  gtk_label_set_selectable (GTK_LABEL (content), TRUE);
-  gtk_label_set_xalign (GTK_LABEL (status), 0);
-  gtk_label_set_wrap (GTK_LABEL (status), TRUE);
-  gtk_widget_add_css_class (status, "error");
-  gtk_label_set_xalign (GTK_LABEL (queued), 0);
-  gtk_widget_add_css_class (queued, "dim-label");
-  gtk_widget_add_css_class (queued, "caption");
-  gtk_widget_set_visible (queued, FALSE);
-
-  gtk_box_append (GTK_BOX (actions), regenerate_button);
-  gtk_box_append (GTK_BOX (actions), edit_button);
-  gtk_box_append (GTK_BOX (actions), copy_button);
-  gtk_box_append (GTK_BOX (row), content);
-  gtk_box_append (GTK_BOX (row), status);
-  gtk_box_append (GTK_BOX (row), queued);
-  gtk_box_append (GTK_BOX (row), actions);
-
-  g_binding_group_bind (bindings, "content", content, "label", G_BINDING_SYNC_CREATE);
-  g_object_set_data_full (G_OBJECT (row), "kaged-bindings", bindings, g_object_unref);
-  g_object_set_data (G_OBJECT (row), "kaged-status-label", status);
-  g_object_set_data (G_OBJECT (row), "kaged-queued-label", queued);
-  g_object_set_data (G_OBJECT (row), "kaged-regenerate", regenerate_button);
-  g_object_set_data (G_OBJECT (row), "kaged-edit", edit_button);
-  g_object_set_data (G_OBJECT (row), "kaged-copy", copy_button);
-
   gtk_list_item_set_activatable (item, FALSE);
-  gtk_list_item_set_child (item, row);
+  gtk_list_item_set_child (item, kaged_message_row_new ());
 }
-
-static const char * const button_keys[] = { "kaged-regenerate", "kaged-edit", "kaged-copy" };
 
 static void
 message_bind_cb (GtkSignalListItemFactory *factory,
                  GtkListItem              *item,
                  KagedWindow              *self)
 {
-  GtkWidget *row = gtk_list_item_get_child (item);
+  KagedMessageRow *row = KAGED_MESSAGE_ROW (gtk_list_item_get_child (item));
   KagedMessage *message = gtk_list_item_get_item (item);
-  gboolean agent = kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT;
-  gboolean operator = kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR;
-  GVariant *target = g_variant_new_int64 (kaged_message_get_id (message));
 
-  g_variant_ref_sink (target);
-  g_binding_group_set_source (g_object_get_data (G_OBJECT (row), "kaged-bindings"), message);
-  g_object_set_data (G_OBJECT (row), "kaged-message", message);
+  kaged_message_row_set_message (row, message);
+  kaged_message_row_set_queued (row, is_queued (self, message));
 
-  gtk_widget_remove_css_class (row, "operator");
-  gtk_widget_remove_css_class (row, "agent");
-  gtk_widget_add_css_class (row, operator ? "operator" : "agent");
-  gtk_widget_set_halign (row, operator ? GTK_ALIGN_END : GTK_ALIGN_FILL);
-
-  for (guint i = 0; i < G_N_ELEMENTS (button_keys); i++)
+  if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
     {
-      GtkActionable *button = g_object_get_data (G_OBJECT (row), button_keys[i]);
+      g_autoptr(GListModel) versions = list_versions (self, message);
+      g_autoptr(KagedRun) run = NULL;
+      KagedProfile *profile = kaged_core_get_profile (self->core);
 
-      gtk_actionable_set_action_target_value (button, target);
-      gtk_actionable_set_action_name (button, g_object_get_data (G_OBJECT (button),
-                                                                 "kaged-action-name"));
+      if (kaged_message_get_run_id (message) > 0)
+        run = kaged_session_manager_get_run (kaged_window_get_manager (self),
+                                             kaged_message_get_session_id (message),
+                                             kaged_message_get_run_id (message), NULL);
+      kaged_message_row_set_versions (row, versions);
+      kaged_message_row_set_run (row, run);
+      if (profile != NULL)
+        {
+          kaged_message_row_set_provider_name (row, kaged_profile_get_name (profile));
+          kaged_message_row_set_model_name (row, kaged_profile_get_model (profile));
+        }
     }
-  gtk_widget_set_visible (g_object_get_data (G_OBJECT (row), "kaged-regenerate"), agent);
-  gtk_widget_set_visible (g_object_get_data (G_OBJECT (row), "kaged-edit"), operator);
-  g_variant_unref (target);
-
-  g_signal_connect_object (message, "notify::status", G_CALLBACK (update_row_status), row,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (message, "notify::error-message", G_CALLBACK (update_row_status), row,
-                           G_CONNECT_SWAPPED);
-  g_signal_connect_object (message, "notify::content", G_CALLBACK (update_row_description), row,
-                           G_CONNECT_SWAPPED);
-  update_row_status (row, NULL, message);
-  update_row_description (row, NULL, message);
-  refresh_queued_row (self, row);
 }
 
 static void
@@ -515,13 +252,11 @@ message_unbind_cb (GtkSignalListItemFactory *factory,
                    GtkListItem              *item,
                    KagedWindow              *self)
 {
-  GtkWidget *row = gtk_list_item_get_child (item);
-  KagedMessage *message = g_object_get_data (G_OBJECT (row), "kaged-message");
+  KagedMessageRow *row = KAGED_MESSAGE_ROW (gtk_list_item_get_child (item));
 
-  if (message != NULL)
-    g_signal_handlers_disconnect_by_data (message, row);
-  g_binding_group_set_source (g_object_get_data (G_OBJECT (row), "kaged-bindings"), NULL);
-  g_object_set_data (G_OBJECT (row), "kaged-message", NULL);
+  kaged_message_row_set_message (row, NULL);
+  kaged_message_row_set_versions (row, NULL);
+  kaged_message_row_set_run (row, NULL);
 }
 
 GtkListItemFactory *
@@ -540,7 +275,6 @@ void
 kaged_window_class_init_messages (GtkWidgetClass *widget_class)
 {
   gtk_widget_class_install_action (widget_class, "message.regenerate", "x", regenerate_action);
-  gtk_widget_class_install_action (widget_class, "message.copy", "x", copy_action);
   gtk_widget_class_install_action (widget_class, "win.regenerate-latest", NULL,
                                    regenerate_latest_action);
 

@@ -1,0 +1,415 @@
+/* kaged-code-block.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-code-block"
+
+#include "config.h"
+
+#include <string.h>
+
+#include <adwaita.h>
+#include <glib/gi18n.h>
+
+#include "kaged-code-block.h"
+
+#define COPIED_FEEDBACK_SECONDS 2
+#define GUESS_BYTES 512
+
+/**
+ * KagedCodeBlock:
+ *
+ * A fenced code block of a reply: the code, read-only and highlighted for
+ * the language its fence names (or the one it looks like), under a header
+ * with the language's name and a *Copy* button. It follows the desktop's
+ * dark style with the Adwaita and Adwaita-dark schemes.
+ */
+struct _KagedCodeBlock
+{
+  GtkWidget parent_instance;
+
+  char *code;
+  char *language;
+  guint copied_source;
+
+  /* Template children */
+  GtkLabel *language_label;
+  GtkRevealer *copied_revealer;
+  GtkButton *copy_button;
+  GtkSourceView *source_view;
+  GtkSourceBuffer *buffer;
+};
+
+G_DEFINE_FINAL_TYPE (KagedCodeBlock, kaged_code_block, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_CODE,
+  PROP_LANGUAGE,
+  N_PROPS
+};
+
+static GParamSpec *properties [N_PROPS];
+
+/* Names a fence may use for a language, and the id GtkSourceView knows it
+ * by, where the two differ. */
+static const struct {
+  const char *name;
+  const char *id;
+} language_aliases[] = {
+  { "py", "python3" }, { "python", "python3" }, { "py3", "python3" },
+  { "javascript", "js" }, { "node", "js" }, { "mjs", "js" }, { "cjs", "js" },
+  { "ts", "typescript" }, { "tsx", "typescript-jsx" },
+  { "shell", "sh" }, { "bash", "sh" }, { "zsh", "sh" }, { "console", "sh" },
+  { "shellsession", "sh" },
+  { "c++", "cpp" }, { "cxx", "cpp" }, { "cc", "cpp" }, { "hpp", "cpphdr" },
+  { "h", "chdr" }, { "rs", "rust" }, { "golang", "go" }, { "yml", "yaml" },
+  { "md", "markdown" }, { "cs", "csharp" }, { "c#", "csharp" }, { "kt", "kotlin" },
+  { "rb", "ruby" }, { "dockerfile", "docker" }, { "make", "makefile" },
+  { "patch", "diff" }, { "jsonc", "json" }, { "htm", "html" }, { "toml", "toml" },
+  { "pl", "perl" }, { "ps1", "powershell" }, { "pwsh", "powershell" },
+};
+
+static GtkSourceLanguage *
+find_language (const char *name,
+               const char *code)
+{
+  GtkSourceLanguageManager *manager = gtk_source_language_manager_get_default ();
+  GtkSourceLanguage *language = NULL;
+  g_autofree char *content_type = NULL;
+
+  if (name != NULL && name[0] != '\0')
+    {
+      g_autofree char *lower = g_ascii_strdown (name, -1);
+      g_autofree char *filename = NULL;
+      const char *id = lower;
+
+      for (guint i = 0; i < G_N_ELEMENTS (language_aliases); i++)
+        {
+          if (strcmp (lower, language_aliases[i].name) == 0)
+            {
+              id = language_aliases[i].id;
+              break;
+            }
+        }
+
+      language = gtk_source_language_manager_get_language (manager, id);
+      if (language != NULL)
+        return language;
+
+      /* A fence often names the file extension. */
+      filename = g_strconcat ("code.", lower, NULL);
+      language = gtk_source_language_manager_guess_language (manager, filename, NULL);
+      if (language != NULL)
+        return language;
+    }
+
+  if (code == NULL || code[0] == '\0')
+    return NULL;
+
+  /* No name, or one nobody knows: what the code looks like (a shebang,
+   * an XML declaration). Plain text is no language. */
+  content_type = g_content_type_guess (NULL, (const guchar *)code, MIN (strlen (code), GUESS_BYTES),
+                                      NULL);
+  if (content_type == NULL || g_content_type_equals (content_type, "text/plain"))
+    return NULL;
+
+  return gtk_source_language_manager_guess_language (manager, NULL, content_type);
+}
+
+static void
+update_language (KagedCodeBlock *self)
+{
+  GtkSourceLanguage *language = find_language (self->language, self->code);
+
+  if (gtk_source_buffer_get_language (self->buffer) != language)
+    gtk_source_buffer_set_language (self->buffer, language);
+
+  if (language != NULL)
+    gtk_label_set_label (self->language_label, gtk_source_language_get_name (language));
+  else if (self->language != NULL)
+    gtk_label_set_label (self->language_label, self->language);
+  else
+    gtk_label_set_label (self->language_label, _("Code"));
+}
+
+static void
+update_style_scheme (KagedCodeBlock *self)
+{
+  GtkSourceStyleSchemeManager *manager = gtk_source_style_scheme_manager_get_default ();
+  gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
+  GtkSourceStyleScheme *scheme;
+
+  scheme = gtk_source_style_scheme_manager_get_scheme (manager, dark ? "Adwaita-dark" : "Adwaita");
+  gtk_source_buffer_set_style_scheme (self->buffer, scheme);
+}
+
+static gboolean
+hide_copied (gpointer user_data)
+{
+  KagedCodeBlock *self = user_data;
+
+  self->copied_source = 0;
+  gtk_revealer_set_reveal_child (self->copied_revealer, FALSE);
+  gtk_button_set_icon_name (self->copy_button, "edit-copy-symbolic");
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+copy_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  kaged_code_block_copy (KAGED_CODE_BLOCK (widget));
+}
+
+static void
+kaged_code_block_dispose (GObject *object)
+{
+  GtkWidget *child;
+  KagedCodeBlock *self = (KagedCodeBlock *)object;
+
+  g_clear_handle_id (&self->copied_source, g_source_remove);
+  gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_CODE_BLOCK);
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
+    gtk_widget_unparent (child);
+
+  G_OBJECT_CLASS (kaged_code_block_parent_class)->dispose (object);
+}
+
+static void
+kaged_code_block_finalize (GObject *object)
+{
+  KagedCodeBlock *self = (KagedCodeBlock *)object;
+
+  g_clear_pointer (&self->code, g_free);
+  g_clear_pointer (&self->language, g_free);
+
+  G_OBJECT_CLASS (kaged_code_block_parent_class)->finalize (object);
+}
+
+static void
+kaged_code_block_get_property (GObject    *object,
+                               guint       prop_id,
+                               GValue     *value,
+                               GParamSpec *pspec)
+{
+  KagedCodeBlock *self = KAGED_CODE_BLOCK (object);
+
+  switch (prop_id)
+    {
+    case PROP_CODE:
+      g_value_set_string (value, kaged_code_block_get_code (self));
+      break;
+
+    case PROP_LANGUAGE:
+      g_value_set_string (value, kaged_code_block_get_language (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_code_block_set_property (GObject      *object,
+                               guint         prop_id,
+                               const GValue *value,
+                               GParamSpec   *pspec)
+{
+  KagedCodeBlock *self = KAGED_CODE_BLOCK (object);
+
+  switch (prop_id)
+    {
+    case PROP_CODE:
+      kaged_code_block_set_code (self, g_value_get_string (value));
+      break;
+
+    case PROP_LANGUAGE:
+      kaged_code_block_set_language (self, g_value_get_string (value));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_code_block_class_init (KagedCodeBlockClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = kaged_code_block_dispose;
+  object_class->finalize = kaged_code_block_finalize;
+  object_class->get_property = kaged_code_block_get_property;
+  object_class->set_property = kaged_code_block_set_property;
+
+  /**
+   * KagedCodeBlock:code:
+   *
+   * The code shown.
+   */
+  properties [PROP_CODE] =
+    g_param_spec_string ("code", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedCodeBlock:language:
+   *
+   * The language as the fence names it (`python`, `sh`, `rs`), or %NULL to
+   * guess it from the code.
+   */
+  properties [PROP_LANGUAGE] =
+    g_param_spec_string ("language", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_source_init ();
+  g_type_ensure (GTK_SOURCE_TYPE_VIEW);
+  g_type_ensure (GTK_SOURCE_TYPE_BUFFER);
+
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/kaged/Kaged/kaged-code-block.ui");
+  gtk_widget_class_bind_template_child (widget_class, KagedCodeBlock, language_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedCodeBlock, copied_revealer);
+  gtk_widget_class_bind_template_child (widget_class, KagedCodeBlock, copy_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedCodeBlock, source_view);
+  gtk_widget_class_bind_template_child (widget_class, KagedCodeBlock, buffer);
+
+  gtk_widget_class_install_action (widget_class, "code.copy", NULL, copy_action);
+
+  gtk_widget_class_set_css_name (widget_class, "codeblock");
+}
+
+static void
+kaged_code_block_init (KagedCodeBlock *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  g_signal_connect_object (adw_style_manager_get_default (),
+                           "notify::dark",
+                           G_CALLBACK (update_style_scheme),
+                           self,
+                           G_CONNECT_SWAPPED);
+  update_style_scheme (self);
+  update_language (self);
+}
+
+GtkWidget *
+kaged_code_block_new (void)
+{
+  return g_object_new (KAGED_TYPE_CODE_BLOCK, NULL);
+}
+
+const char *
+kaged_code_block_get_code (KagedCodeBlock *self)
+{
+  g_return_val_if_fail (KAGED_IS_CODE_BLOCK (self), NULL);
+
+  return self->code;
+}
+
+/**
+ * kaged_code_block_set_code:
+ *
+ * Sets the code. While a reply streams, the code of its last block grows:
+ * only what was added is inserted, so the highlighting is not redone from
+ * the start.
+ */
+void
+kaged_code_block_set_code (KagedCodeBlock *self,
+                           const char     *code)
+{
+  g_return_if_fail (KAGED_IS_CODE_BLOCK (self));
+
+  if (g_strcmp0 (self->code, code) == 0)
+    return;
+
+  if (code != NULL && self->code != NULL && g_str_has_prefix (code, self->code))
+    {
+      GtkTextIter end;
+
+      gtk_text_buffer_get_end_iter (GTK_TEXT_BUFFER (self->buffer), &end);
+      gtk_text_buffer_insert (GTK_TEXT_BUFFER (self->buffer), &end,
+                              code + strlen (self->code), -1);
+    }
+  else
+    {
+      gtk_text_buffer_set_text (GTK_TEXT_BUFFER (self->buffer), code != NULL ? code : "", -1);
+    }
+
+  g_free (self->code);
+  self->code = g_strdup (code);
+
+  /* Without a name, the language is guessed from the code's beginning
+   * until one is found. */
+  if (self->language == NULL && gtk_source_buffer_get_language (self->buffer) == NULL)
+    update_language (self);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_CODE]);
+}
+
+const char *
+kaged_code_block_get_language (KagedCodeBlock *self)
+{
+  g_return_val_if_fail (KAGED_IS_CODE_BLOCK (self), NULL);
+
+  return self->language;
+}
+
+void
+kaged_code_block_set_language (KagedCodeBlock *self,
+                               const char     *language)
+{
+  g_return_if_fail (KAGED_IS_CODE_BLOCK (self));
+
+  if (g_strcmp0 (self->language, language) == 0)
+    return;
+
+  g_free (self->language);
+  self->language = g_strdup (language);
+  update_language (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_LANGUAGE]);
+}
+
+/**
+ * kaged_code_block_get_buffer:
+ *
+ * Returns: (transfer none): the buffer that holds the code
+ */
+GtkSourceBuffer *
+kaged_code_block_get_buffer (KagedCodeBlock *self)
+{
+  g_return_val_if_fail (KAGED_IS_CODE_BLOCK (self), NULL);
+
+  return self->buffer;
+}
+
+/**
+ * kaged_code_block_copy:
+ *
+ * Puts the code on the clipboard and says so for a moment.
+ */
+void
+kaged_code_block_copy (KagedCodeBlock *self)
+{
+  g_return_if_fail (KAGED_IS_CODE_BLOCK (self));
+
+  gdk_clipboard_set_text (gtk_widget_get_clipboard (GTK_WIDGET (self)),
+                          self->code != NULL ? self->code : "");
+
+  gtk_button_set_icon_name (self->copy_button, "object-select-symbolic");
+  gtk_revealer_set_reveal_child (self->copied_revealer, TRUE);
+  g_clear_handle_id (&self->copied_source, g_source_remove);
+  self->copied_source = g_timeout_add_seconds (COPIED_FEEDBACK_SECONDS, hide_copied, self);
+}

@@ -1,0 +1,637 @@
+/* kaged-markdown-view.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-markdown-view"
+
+#include "config.h"
+
+
+#include "kaged-code-block.h"
+#include "kaged-markdown-view.h"
+
+#if GTK_CHECK_VERSION (4, 10, 0)
+# define HAVE_URI_LAUNCHER (GDK_VERSION_MAX_ALLOWED >= GDK_VERSION_4_10)
+#else
+# define HAVE_URI_LAUNCHER 0
+#endif
+
+/**
+ * KagedMarkdownView:
+ *
+ * A reply's Markdown as widgets, one per block: labels for paragraphs and
+ * headings, a grid for a table, a #KagedCodeBlock for code, boxes for lists
+ * and quotes. Setting new text changes only the widgets of blocks that
+ * changed — while a reply streams, the last one — and updates a widget in
+ * place when it can, so a growing paragraph or code block is not rebuilt
+ * for every delta.
+ */
+struct _KagedMarkdownView
+{
+  GtkWidget parent_instance;
+
+  KagedMarkdown *document;
+  guint64 widgets_built;
+};
+
+G_DEFINE_FINAL_TYPE (KagedMarkdownView, kaged_markdown_view, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_TEXT,
+  N_PROPS
+};
+
+static GParamSpec *properties [N_PROPS];
+
+/* What a block widget shows, to decide whether it can show a new block. */
+typedef struct
+{
+  KagedMarkdownBlockType type;
+  guint64 serial;
+  guint level;
+  guint start;
+  gboolean ordered;
+  KagedMarkdownTask task;
+  guint n_rows;
+  guint n_columns;
+} BlockInfo;
+
+static GQuark block_info_quark;
+
+static void sync_children (KagedMarkdownView *self,
+                           GtkWidget         *container,
+                           GPtrArray         *blocks);
+
+static BlockInfo *
+get_info (GtkWidget *widget)
+{
+  return g_object_get_qdata (G_OBJECT (widget), block_info_quark);
+}
+
+static void
+open_uri (GtkWidget  *widget,
+          const char *uri)
+{
+  GtkRoot *root = gtk_widget_get_root (widget);
+  GtkWindow *parent = GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL;
+
+#if HAVE_URI_LAUNCHER
+  g_autoptr(GtkUriLauncher) launcher = gtk_uri_launcher_new (uri);
+
+  gtk_uri_launcher_launch (launcher, parent, NULL, NULL, NULL);
+#else
+  gtk_show_uri (parent, uri, GDK_CURRENT_TIME);
+#endif
+}
+
+static gboolean
+on_activate_link (GtkLabel   *label,
+                  const char *uri,
+                  gpointer    user_data)
+{
+  /* Only links the parser let through reach here; check once more. */
+  if (kaged_markdown_uri_is_safe (uri))
+    open_uri (GTK_WIDGET (label), uri);
+
+  return TRUE;
+}
+
+static GtkWidget *
+new_label (const char *markup)
+{
+  GtkWidget *label = gtk_label_new (NULL);
+
+  gtk_label_set_markup (GTK_LABEL (label), markup != NULL ? markup : "");
+  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_selectable (GTK_LABEL (label), TRUE);
+  gtk_label_set_xalign (GTK_LABEL (label), 0.0);
+  gtk_widget_set_halign (label, GTK_ALIGN_FILL);
+  g_signal_connect (label, "activate-link", G_CALLBACK (on_activate_link), NULL);
+
+  return label;
+}
+
+static void
+label_set_markup (GtkWidget  *label,
+                  const char *markup)
+{
+  if (markup == NULL)
+    markup = "";
+  if (g_strcmp0 (gtk_label_get_label (GTK_LABEL (label)), markup) != 0)
+    gtk_label_set_markup (GTK_LABEL (label), markup);
+}
+
+static const char *
+heading_class (guint level)
+{
+  switch (level)
+    {
+    case 1:
+      return "title-1";
+    case 2:
+      return "title-2";
+    case 3:
+      return "title-3";
+    case 4:
+      return "title-4";
+    default:
+      return "heading";
+    }
+}
+
+/* --- lists ---------------------------------------------------------------------- */
+
+static GtkWidget *
+item_get_marker (GtkWidget *item)
+{
+  return gtk_widget_get_first_child (item);
+}
+
+static GtkWidget *
+item_get_content (GtkWidget *item)
+{
+  return gtk_widget_get_last_child (item);
+}
+
+static void
+update_markers (GtkWidget *list)
+{
+  BlockInfo *info = get_info (list);
+  guint n = 0;
+
+  for (GtkWidget *item = gtk_widget_get_first_child (list);
+       item != NULL;
+       item = gtk_widget_get_next_sibling (item), n++)
+    {
+      BlockInfo *item_info = get_info (item);
+      g_autofree char *marker = NULL;
+
+      if (item_info->task == KAGED_MARKDOWN_TASK_OPEN)
+        marker = g_strdup ("☐");
+      else if (item_info->task == KAGED_MARKDOWN_TASK_DONE)
+        marker = g_strdup ("☑");
+      else if (info->ordered)
+        marker = g_strdup_printf ("%u.", info->start + n);
+      else
+        marker = g_strdup ("•");
+
+      gtk_label_set_label (GTK_LABEL (item_get_marker (item)), marker);
+    }
+}
+
+/* --- tables --------------------------------------------------------------------- */
+
+static guint
+count_columns (const KagedMarkdownBlock *table)
+{
+  guint columns = 0;
+
+  for (guint r = 0; table->children != NULL && r < table->children->len; r++)
+    {
+      const KagedMarkdownBlock *row = g_ptr_array_index (table->children, r);
+
+      if (row->children != NULL)
+        columns = MAX (columns, row->children->len);
+    }
+
+  return columns;
+}
+
+static guint
+count_rows (const KagedMarkdownBlock *table)
+{
+  return table->children != NULL ? table->children->len : 0;
+}
+
+static float
+cell_xalign (KagedMarkdownAlign align)
+{
+  switch (align)
+    {
+    case KAGED_MARKDOWN_ALIGN_CENTER:
+      return 0.5;
+    case KAGED_MARKDOWN_ALIGN_RIGHT:
+      return 1.0;
+    case KAGED_MARKDOWN_ALIGN_DEFAULT:
+    case KAGED_MARKDOWN_ALIGN_LEFT:
+    default:
+      return 0.0;
+    }
+}
+
+/* Fills a grid of the table's size with the table's cells. */
+static void
+fill_table (GtkGrid                  *grid,
+            const KagedMarkdownBlock *table,
+            gboolean                  create)
+{
+  for (guint r = 0; r < count_rows (table); r++)
+    {
+      const KagedMarkdownBlock *row = g_ptr_array_index (table->children, r);
+      guint n_cells = row->children != NULL ? row->children->len : 0;
+
+      for (guint c = 0; c < n_cells; c++)
+        {
+          const KagedMarkdownBlock *cell = g_ptr_array_index (row->children, c);
+          GtkWidget *label;
+
+          if (create)
+            {
+              label = new_label (cell->markup);
+              gtk_widget_add_css_class (label, "kaged-markdown-cell");
+              if (cell->header)
+                gtk_widget_add_css_class (label, "heading");
+              if (r % 2 == 1)
+                gtk_widget_add_css_class (label, "odd");
+              gtk_widget_set_hexpand (label, TRUE);
+              gtk_grid_attach (grid, label, c, r, 1, 1);
+            }
+          else
+            {
+              label = gtk_grid_get_child_at (grid, c, r);
+              label_set_markup (label, cell->markup);
+            }
+
+          gtk_label_set_xalign (GTK_LABEL (label), cell_xalign (cell->align));
+        }
+    }
+}
+
+/* --- block widgets ------------------------------------------------------------------ */
+
+static GtkWidget *
+build_block (KagedMarkdownView        *self,
+             const KagedMarkdownBlock *block)
+{
+  GtkWidget *widget = NULL;
+  BlockInfo *info = g_new0 (BlockInfo, 1);
+
+  info->type = block->type;
+  info->serial = block->serial;
+  info->level = block->level;
+  info->start = block->start;
+  info->ordered = block->ordered;
+  info->task = block->task;
+
+  switch (block->type)
+    {
+    case KAGED_MARKDOWN_BLOCK_PARAGRAPH:
+    case KAGED_MARKDOWN_BLOCK_TABLE_CELL:
+      widget = new_label (block->markup);
+      gtk_widget_add_css_class (widget, "kaged-markdown-paragraph");
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_HEADING:
+      widget = new_label (block->markup);
+      gtk_widget_add_css_class (widget, "kaged-markdown-heading");
+      gtk_widget_add_css_class (widget, heading_class (block->level));
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_CODE:
+      widget = kaged_code_block_new ();
+      kaged_code_block_set_language (KAGED_CODE_BLOCK (widget), block->language);
+      kaged_code_block_set_code (KAGED_CODE_BLOCK (widget), block->text);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_RULE:
+      widget = gtk_separator_new (GTK_ORIENTATION_HORIZONTAL);
+      gtk_widget_add_css_class (widget, "kaged-markdown-rule");
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_QUOTE:
+      widget = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+      gtk_widget_add_css_class (widget, "kaged-markdown-quote");
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_LIST:
+      widget = gtk_box_new (GTK_ORIENTATION_VERTICAL, 4);
+      gtk_widget_add_css_class (widget, "kaged-markdown-list");
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_LIST_ITEM:
+      {
+        GtkWidget *marker = gtk_label_new (NULL);
+        GtkWidget *content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+
+        widget = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+        gtk_widget_add_css_class (marker, "kaged-markdown-marker");
+        gtk_label_set_xalign (GTK_LABEL (marker), 1.0);
+        gtk_widget_set_valign (marker, GTK_ALIGN_START);
+        gtk_widget_set_hexpand (content, TRUE);
+        gtk_box_append (GTK_BOX (widget), marker);
+        gtk_box_append (GTK_BOX (widget), content);
+      }
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_TABLE:
+    case KAGED_MARKDOWN_BLOCK_TABLE_ROW:
+    default:
+      widget = gtk_grid_new ();
+      gtk_widget_add_css_class (widget, "kaged-markdown-table");
+      if (block->type == KAGED_MARKDOWN_BLOCK_TABLE)
+        {
+          info->n_rows = count_rows (block);
+          info->n_columns = count_columns (block);
+          fill_table (GTK_GRID (widget), block, TRUE);
+        }
+      break;
+    }
+
+  g_object_set_qdata_full (G_OBJECT (widget), block_info_quark, info, g_free);
+  self->widgets_built++;
+
+  /* Containers are filled once they carry their info. */
+  if (block->type == KAGED_MARKDOWN_BLOCK_QUOTE || block->type == KAGED_MARKDOWN_BLOCK_LIST)
+    sync_children (self, widget, block->children);
+  else if (block->type == KAGED_MARKDOWN_BLOCK_LIST_ITEM)
+    sync_children (self, item_get_content (widget), block->children);
+
+  if (block->type == KAGED_MARKDOWN_BLOCK_LIST)
+    update_markers (widget);
+
+  return widget;
+}
+
+/* Shows @block in @widget, built for an earlier version of the block, if
+ * it can; returns whether it did. */
+static gboolean
+update_block (KagedMarkdownView        *self,
+              GtkWidget                *widget,
+              const KagedMarkdownBlock *block)
+{
+  BlockInfo *info = get_info (widget);
+
+  if (info == NULL || info->type != block->type)
+    return FALSE;
+
+  switch (block->type)
+    {
+    case KAGED_MARKDOWN_BLOCK_PARAGRAPH:
+    case KAGED_MARKDOWN_BLOCK_TABLE_CELL:
+      label_set_markup (widget, block->markup);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_HEADING:
+      if (info->level != block->level)
+        return FALSE;
+      label_set_markup (widget, block->markup);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_CODE:
+      kaged_code_block_set_language (KAGED_CODE_BLOCK (widget), block->language);
+      kaged_code_block_set_code (KAGED_CODE_BLOCK (widget), block->text);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_RULE:
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_QUOTE:
+      sync_children (self, widget, block->children);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_LIST:
+      if (info->ordered != block->ordered || info->start != block->start)
+        return FALSE;
+      sync_children (self, widget, block->children);
+      update_markers (widget);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_LIST_ITEM:
+      info->task = block->task;
+      sync_children (self, item_get_content (widget), block->children);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_TABLE:
+      if (info->n_rows != count_rows (block) || info->n_columns != count_columns (block))
+        return FALSE;
+      fill_table (GTK_GRID (widget), block, FALSE);
+      break;
+
+    case KAGED_MARKDOWN_BLOCK_TABLE_ROW:
+    default:
+      return FALSE;
+    }
+
+  info->serial = block->serial;
+  return TRUE;
+}
+
+static void
+remove_child (GtkWidget *container,
+              GtkWidget *child)
+{
+  if (GTK_IS_BOX (container))
+    gtk_box_remove (GTK_BOX (container), child);
+  else
+    gtk_widget_unparent (child);
+}
+
+/* Makes the children of @container show @blocks: a widget whose block was
+ * not parsed again stays as it is, one whose block changed is updated in
+ * place or replaced, and widgets left over go. */
+static void
+sync_children (KagedMarkdownView *self,
+               GtkWidget         *container,
+               GPtrArray         *blocks)
+{
+  GtkWidget *child = gtk_widget_get_first_child (container);
+  guint n_blocks = blocks != NULL ? blocks->len : 0;
+
+  for (guint i = 0; i < n_blocks; i++)
+    {
+      const KagedMarkdownBlock *block = g_ptr_array_index (blocks, i);
+      GtkWidget *next = child != NULL ? gtk_widget_get_next_sibling (child) : NULL;
+
+      if (child != NULL && get_info (child) != NULL && get_info (child)->serial == block->serial)
+        {
+          child = next;
+          continue;
+        }
+
+      if (child == NULL || !update_block (self, child, block))
+        {
+          GtkWidget *widget = build_block (self, block);
+
+          gtk_widget_insert_before (widget, container, child);
+          if (child != NULL)
+            remove_child (container, child);
+        }
+
+      child = next;
+    }
+
+  while (child != NULL)
+    {
+      GtkWidget *next = gtk_widget_get_next_sibling (child);
+
+      remove_child (container, child);
+      child = next;
+    }
+}
+
+/* --- the widget ---------------------------------------------------------------------- */
+
+static void
+kaged_markdown_view_dispose (GObject *object)
+{
+  KagedMarkdownView *self = (KagedMarkdownView *)object;
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
+    gtk_widget_unparent (child);
+
+  g_clear_object (&self->document);
+
+  G_OBJECT_CLASS (kaged_markdown_view_parent_class)->dispose (object);
+}
+
+static void
+kaged_markdown_view_get_property (GObject    *object,
+                                  guint       prop_id,
+                                  GValue     *value,
+                                  GParamSpec *pspec)
+{
+  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (object);
+
+  switch (prop_id)
+    {
+    case PROP_TEXT:
+      g_value_set_string (value, kaged_markdown_view_get_text (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_markdown_view_set_property (GObject      *object,
+                                  guint         prop_id,
+                                  const GValue *value,
+                                  GParamSpec   *pspec)
+{
+  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (object);
+
+  switch (prop_id)
+    {
+    case PROP_TEXT:
+      kaged_markdown_view_set_text (self, g_value_get_string (value));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_markdown_view_class_init (KagedMarkdownViewClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = kaged_markdown_view_dispose;
+  object_class->get_property = kaged_markdown_view_get_property;
+  object_class->set_property = kaged_markdown_view_set_property;
+
+  /**
+   * KagedMarkdownView:text:
+   *
+   * The Markdown shown.
+   */
+  properties [PROP_TEXT] =
+    g_param_spec_string ("text", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  block_info_quark = g_quark_from_static_string ("kaged-markdown-block-info");
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "markdown");
+}
+
+static void
+kaged_markdown_view_init (KagedMarkdownView *self)
+{
+  GtkLayoutManager *layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
+
+  gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
+  gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 12);
+
+  self->document = kaged_markdown_new ();
+}
+
+GtkWidget *
+kaged_markdown_view_new (void)
+{
+  return g_object_new (KAGED_TYPE_MARKDOWN_VIEW, NULL);
+}
+
+const char *
+kaged_markdown_view_get_text (KagedMarkdownView *self)
+{
+  g_return_val_if_fail (KAGED_IS_MARKDOWN_VIEW (self), NULL);
+
+  return kaged_markdown_get_text (self->document);
+}
+
+/**
+ * kaged_markdown_view_set_text:
+ *
+ * Shows @text. When it extends the previous text (a streamed reply), only
+ * the blocks after the last final one are parsed and only their widgets
+ * change.
+ */
+void
+kaged_markdown_view_set_text (KagedMarkdownView *self,
+                              const char        *text)
+{
+  g_autoptr(GPtrArray) blocks = NULL;
+  guint n_blocks;
+
+  g_return_if_fail (KAGED_IS_MARKDOWN_VIEW (self));
+
+  if (!kaged_markdown_set_text (self->document, text))
+    return;
+
+  n_blocks = kaged_markdown_get_n_blocks (self->document);
+  blocks = g_ptr_array_sized_new (n_blocks);
+  for (guint i = 0; i < n_blocks; i++)
+    g_ptr_array_add (blocks, (gpointer)kaged_markdown_get_block (self->document, i));
+
+  sync_children (self, GTK_WIDGET (self), blocks);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_TEXT]);
+}
+
+/**
+ * kaged_markdown_view_get_document:
+ *
+ * Returns: (transfer none): the parsed document shown
+ */
+KagedMarkdown *
+kaged_markdown_view_get_document (KagedMarkdownView *self)
+{
+  g_return_val_if_fail (KAGED_IS_MARKDOWN_VIEW (self), NULL);
+
+  return self->document;
+}
+
+/**
+ * kaged_markdown_view_get_widgets_built:
+ *
+ * Returns: how many block widgets the view has built so far
+ */
+guint64
+kaged_markdown_view_get_widgets_built (KagedMarkdownView *self)
+{
+  g_return_val_if_fail (KAGED_IS_MARKDOWN_VIEW (self), 0);
+
+  return self->widgets_built;
+}

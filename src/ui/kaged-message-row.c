@@ -1,0 +1,944 @@
+/* kaged-message-row.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-message-row"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "kaged-markdown-view.h"
+#include "kaged-message-details.h"
+#include "kaged-message-row.h"
+
+#define COPIED_FEEDBACK_SECONDS 2
+#define DESCRIPTION_INTERVAL_MS 500
+
+/**
+ * KagedMessageRow:
+ *
+ * One message of a conversation. The operator's own messages stand in a
+ * tinted bubble on the right under "You", with *Copy* and *Edit*; replies
+ * take the full width as Markdown, with *Regenerate*, *Copy*, *Message
+ * Details* and, when the reply has earlier versions, a pager. The row says
+ * in words what state a reply is in (writing, stopped, failed and why,
+ * interrupted, queued) and keeps what was written before it stopped.
+ *
+ * The row follows its #KagedMessage through a #GBindingGroup and a
+ * #GSignalGroup, so a list view can bind and recycle it freely.
+ *
+ * It activates these actions, which its owner (the window) provides, with
+ * the message id (`x`) as parameter: `message.regenerate` (on a reply),
+ * `message.edit` (on an operator message) and `message.show-version` (after
+ * the pager showed another version). *Open Preferences* activates
+ * `app.preferences`.
+ */
+struct _KagedMessageRow
+{
+  GtkWidget parent_instance;
+
+  KagedMessage *message;
+  GListModel *versions;
+  KagedRun *run;
+  char *provider_name;
+  char *model_name;
+  guint queued : 1;
+
+  GBindingGroup *message_bindings;
+  GSignalGroup *message_signals;
+  GSignalGroup *versions_signals;
+  guint copied_source;
+  guint description_source;
+
+  /* Template children */
+  GtkBox *header_box;
+  GtkLabel *author_label;
+  GtkSpinner *status_spinner;
+  GtkLabel *status_label;
+  GtkBox *bubble;
+  GtkLabel *operator_label;
+  KagedMarkdownView *markdown_view;
+  GtkBox *error_box;
+  GtkLabel *error_label;
+  GtkLabel *error_detail_label;
+  GtkButton *preferences_button;
+  GtkBox *actions_box;
+  GtkBox *pager_box;
+  GtkButton *previous_button;
+  GtkLabel *pager_label;
+  GtkButton *next_button;
+  GtkButton *regenerate_button;
+  GtkButton *copy_button;
+  GtkButton *edit_button;
+  GtkButton *details_button;
+  GtkPopover *details_popover;
+};
+
+G_DEFINE_FINAL_TYPE (KagedMessageRow, kaged_message_row, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_MESSAGE,
+  PROP_VERSIONS,
+  PROP_RUN,
+  PROP_PROVIDER_NAME,
+  PROP_MODEL_NAME,
+  PROP_QUEUED,
+  N_PROPS
+};
+
+static GParamSpec *properties [N_PROPS];
+
+static void update_pager (KagedMessageRow *self);
+
+/* --- words --------------------------------------------------------------------- */
+
+/**
+ * kaged_message_row_describe_failure:
+ * @retry_class: why the reply failed
+ * @retry_after_until: for a quota that resets, when (epoch milliseconds), or 0
+ *
+ * Returns: (transfer full): a sentence for people that says why a reply
+ *   failed
+ */
+char *
+kaged_message_row_describe_failure (KagedRetryClass retry_class,
+                                    gint64          retry_after_until)
+{
+  switch (retry_class)
+    {
+    case KAGED_RETRY_CLASS_RATE_LIMITED:
+      return g_strdup (_("The provider is limiting how many requests you can send"));
+    case KAGED_RETRY_CLASS_OVERLOADED:
+      return g_strdup (_("The provider is overloaded"));
+    case KAGED_RETRY_CLASS_SERVER_ERROR:
+      return g_strdup (_("The provider had a problem on its side"));
+    case KAGED_RETRY_CLASS_NETWORK:
+      return g_strdup (_("Could not reach the server"));
+    case KAGED_RETRY_CLASS_TIMEOUT:
+      return g_strdup (_("The server took too long to answer"));
+    case KAGED_RETRY_CLASS_QUOTA_SCHEDULED:
+      if (retry_after_until > 0)
+        {
+          g_autoptr(GDateTime) until = g_date_time_new_from_unix_local (retry_after_until / 1000);
+          g_autofree char *time = g_date_time_format (until, "%X");
+
+          /* Translators: %s is a time of day, such as 14:32:00 */
+          return g_strdup_printf (_("Your quota with the provider is used up until %s"), time);
+        }
+      return g_strdup (_("Your quota with the provider is used up until it resets"));
+    case KAGED_RETRY_CLASS_QUOTA_EXHAUSTED:
+      return g_strdup (_("Your quota or credit with the provider is used up"));
+    case KAGED_RETRY_CLASS_CONTEXT_OVERFLOW:
+      return g_strdup (_("The conversation is too long for this model"));
+    case KAGED_RETRY_CLASS_AUTH_FAILED:
+      return g_strdup (_("The provider did not accept the API key"));
+    case KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED:
+      return g_strdup (_("No API key was found for this provider"));
+    case KAGED_RETRY_CLASS_SPEND_LIMIT_EXCEEDED:
+      return g_strdup (_("Your spend limit has been reached"));
+    case KAGED_RETRY_CLASS_INVALID_REQUEST:
+      return g_strdup (_("The provider refused the request"));
+    case KAGED_RETRY_CLASS_PROTOCOL_ERROR:
+      return g_strdup (_("The provider sent an answer Kaged does not understand"));
+    case KAGED_RETRY_CLASS_INTERRUPTED:
+      return g_strdup (_("Interrupted when Kaged closed"));
+    case KAGED_RETRY_CLASS_NONE:
+    default:
+      return g_strdup (_("The reply could not be written"));
+    }
+}
+
+static gboolean
+needs_preferences (KagedRetryClass retry_class)
+{
+  return retry_class == KAGED_RETRY_CLASS_AUTH_FAILED ||
+         retry_class == KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED;
+}
+
+static gboolean
+is_agent (KagedMessageRow *self)
+{
+  return self->message != NULL &&
+         kaged_message_get_role (self->message) != KAGED_MESSAGE_ROLE_OPERATOR;
+}
+
+/**
+ * kaged_message_row_describe_status:
+ *
+ * Returns: (transfer full) (nullable): the words the row shows about the
+ *   state of its message — "Queued", "Writing…", "Stopped", "Failed", … —
+ *   or %NULL for a complete message
+ */
+char *
+kaged_message_row_describe_status (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  if (self->message == NULL)
+    return NULL;
+
+  if (self->queued)
+    return g_strdup (_("Queued"));
+
+  if (kaged_message_get_role (self->message) == KAGED_MESSAGE_ROLE_SUMMARY)
+    return g_strdup (_("Summary of earlier messages"));
+
+  switch (kaged_message_get_status (self->message))
+    {
+    case KAGED_MESSAGE_STATUS_STREAMING:
+      return g_strdup (_("Writing…"));
+    case KAGED_MESSAGE_STATUS_FAILED:
+      return g_strdup (_("Failed"));
+    case KAGED_MESSAGE_STATUS_CANCELLED:
+      return g_strdup (_("Stopped"));
+    case KAGED_MESSAGE_STATUS_INTERRUPTED:
+      return g_strdup (_("Interrupted when Kaged closed"));
+    case KAGED_MESSAGE_STATUS_NONE:
+    case KAGED_MESSAGE_STATUS_COMPLETE:
+    default:
+      return NULL;
+    }
+}
+
+/* --- the state shown ---------------------------------------------------------------- */
+
+static void
+set_action_target (GtkButton *button,
+                   gint64     id)
+{
+  gtk_actionable_set_action_target_value (GTK_ACTIONABLE (button), g_variant_new_int64 (id));
+}
+
+static void
+update_state (KagedMessageRow *self)
+{
+  g_autofree char *status = kaged_message_row_describe_status (self);
+  KagedMessageStatus message_status = KAGED_MESSAGE_STATUS_NONE;
+  gboolean agent = is_agent (self);
+  gboolean failed;
+  gint64 id = 0;
+
+  if (self->message != NULL)
+    {
+      message_status = kaged_message_get_status (self->message);
+      id = kaged_message_get_id (self->message);
+    }
+
+  if (agent)
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self), "operator");
+      gtk_widget_add_css_class (GTK_WIDGET (self), "agent");
+      gtk_label_set_label (self->author_label, _("Assistant"));
+    }
+  else
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self), "agent");
+      gtk_widget_add_css_class (GTK_WIDGET (self), "operator");
+      gtk_label_set_label (self->author_label, _("You"));
+    }
+
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, gtk_label_get_label (self->author_label),
+                                  -1);
+
+  gtk_widget_set_halign (GTK_WIDGET (self->header_box), agent ? GTK_ALIGN_START : GTK_ALIGN_END);
+  gtk_widget_set_halign (GTK_WIDGET (self->actions_box), agent ? GTK_ALIGN_START : GTK_ALIGN_END);
+  gtk_widget_set_visible (GTK_WIDGET (self->bubble), !agent);
+  gtk_widget_set_visible (GTK_WIDGET (self->markdown_view), agent);
+
+  gtk_widget_set_visible (GTK_WIDGET (self->regenerate_button), agent);
+  gtk_widget_set_visible (GTK_WIDGET (self->details_button), agent);
+  gtk_widget_set_visible (GTK_WIDGET (self->edit_button), !agent && self->message != NULL);
+  set_action_target (self->regenerate_button, id);
+  set_action_target (self->edit_button, id);
+
+  gtk_widget_set_visible (GTK_WIDGET (self->status_label), status != NULL);
+  gtk_label_set_label (self->status_label, status != NULL ? status : "");
+
+  gtk_widget_set_visible (GTK_WIDGET (self->status_spinner),
+                          agent && message_status == KAGED_MESSAGE_STATUS_STREAMING);
+  gtk_spinner_set_spinning (self->status_spinner,
+                            agent && message_status == KAGED_MESSAGE_STATUS_STREAMING);
+
+  failed = agent && message_status == KAGED_MESSAGE_STATUS_FAILED;
+  gtk_widget_set_visible (GTK_WIDGET (self->error_box), failed);
+  if (failed)
+    {
+      KagedRetryClass retry_class = kaged_message_get_retry_class (self->message);
+      const char *detail = kaged_message_get_error_message (self->message);
+      g_autofree char *sentence = NULL;
+
+      sentence = kaged_message_row_describe_failure (retry_class,
+                                                     kaged_message_get_retry_after_until (self->message));
+      gtk_label_set_label (self->error_label, sentence);
+      gtk_label_set_label (self->error_detail_label, detail != NULL ? detail : "");
+      gtk_widget_set_visible (GTK_WIDGET (self->error_detail_label),
+                              detail != NULL && detail[0] != '\0' && g_strcmp0 (detail, sentence) != 0);
+      gtk_widget_set_visible (GTK_WIDGET (self->preferences_button), needs_preferences (retry_class));
+    }
+
+  update_pager (self);
+}
+
+static void
+update_description (KagedMessageRow *self)
+{
+  const char *content = NULL;
+
+  g_clear_handle_id (&self->description_source, g_source_remove);
+
+  if (self->message != NULL)
+    content = kaged_message_get_content (self->message);
+
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self),
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, content != NULL ? content : "",
+                                  -1);
+}
+
+static gboolean
+update_description_later_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->description_source = 0;
+  update_description (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* While a reply streams, assistive technologies hear of its text a few
+ * times a second, not at every delta; once it ends, at once. */
+static void
+on_content_changed (KagedMessageRow *self)
+{
+  if (self->message != NULL &&
+      kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING)
+    {
+      if (self->description_source == 0)
+        self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
+                                                  update_description_later_cb, self);
+      return;
+    }
+
+  update_description (self);
+}
+
+/* --- versions ---------------------------------------------------------------------- */
+
+static guint
+find_version (KagedMessageRow *self,
+              guint           *n_versions)
+{
+  guint n = self->versions != NULL ? g_list_model_get_n_items (self->versions) : 0;
+  gint64 id = self->message != NULL ? kaged_message_get_id (self->message) : 0;
+
+  *n_versions = n;
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(KagedMessage) version = g_list_model_get_item (self->versions, i);
+
+      if (version == self->message || (id != 0 && kaged_message_get_id (version) == id))
+        return i;
+    }
+
+  return G_MAXUINT;
+}
+
+static void
+update_pager (KagedMessageRow *self)
+{
+  guint n_versions = 0;
+  guint position = find_version (self, &n_versions);
+  gboolean shown = is_agent (self) && n_versions > 1 && position != G_MAXUINT;
+
+  gtk_widget_set_visible (GTK_WIDGET (self->pager_box), shown);
+
+  if (shown)
+    {
+      /* Translators: the version of a reply shown, and how many there are, as in 2/3 */
+      g_autofree char *label = g_strdup_printf (_("%u/%u"), position + 1, n_versions);
+
+      gtk_label_set_label (self->pager_label, label);
+    }
+
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "row.previous-version", shown && position > 0);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "row.next-version",
+                                 shown && position + 1 < n_versions);
+}
+
+static void
+show_version (KagedMessageRow *self,
+              int              delta)
+{
+  g_autoptr(KagedMessage) version = NULL;
+  guint n_versions = 0;
+  guint position = find_version (self, &n_versions);
+  gint64 id;
+
+  if (position == G_MAXUINT || (delta < 0 && position == 0) ||
+      (delta > 0 && position + 1 >= n_versions))
+    return;
+
+  version = g_list_model_get_item (self->versions, position + delta);
+  kaged_message_row_set_message (self, version);
+
+  id = kaged_message_get_id (version);
+  gtk_widget_activate_action (GTK_WIDGET (self), "message.show-version", "x", id);
+}
+
+static void
+previous_version_action (GtkWidget  *widget,
+                         const char *action_name,
+                         GVariant   *parameter)
+{
+  show_version (KAGED_MESSAGE_ROW (widget), -1);
+}
+
+static void
+next_version_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  show_version (KAGED_MESSAGE_ROW (widget), 1);
+}
+
+/* --- copy ------------------------------------------------------------------------- */
+
+static gboolean
+hide_copied (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->copied_source = 0;
+  gtk_button_set_icon_name (self->copy_button, "edit-copy-symbolic");
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+copy_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
+  const char *content;
+
+  if (self->message == NULL)
+    return;
+
+  content = kaged_message_get_content (self->message);
+  gdk_clipboard_set_text (gtk_widget_get_clipboard (widget), content != NULL ? content : "");
+
+  gtk_button_set_icon_name (self->copy_button, "object-select-symbolic");
+  g_clear_handle_id (&self->copied_source, g_source_remove);
+  self->copied_source = g_timeout_add_seconds (COPIED_FEEDBACK_SECONDS, hide_copied, self);
+}
+
+static void
+show_details_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
+  graphene_rect_t bounds;
+
+  kaged_message_details_fill (KAGED_MESSAGE_DETAILS (self->details_popover), self->message,
+                              self->run, self->provider_name, self->model_name);
+
+  if (gtk_widget_compute_bounds (GTK_WIDGET (self->details_button), widget, &bounds))
+    {
+      GdkRectangle rect = {
+        .x = bounds.origin.x,
+        .y = bounds.origin.y,
+        .width = bounds.size.width,
+        .height = bounds.size.height,
+      };
+
+      gtk_popover_set_pointing_to (self->details_popover, &rect);
+    }
+
+  gtk_popover_popup (self->details_popover);
+}
+
+/* --- the widget -------------------------------------------------------------------- */
+
+static void
+kaged_message_row_size_allocate (GtkWidget *widget,
+                                 int        width,
+                                 int        height,
+                                 int        baseline)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
+
+  GTK_WIDGET_CLASS (kaged_message_row_parent_class)->size_allocate (widget, width, height, baseline);
+
+  if (self->details_popover != NULL)
+    gtk_popover_present (self->details_popover);
+}
+
+static void
+kaged_message_row_dispose (GObject *object)
+{
+  GtkWidget *child;
+  KagedMessageRow *self = (KagedMessageRow *)object;
+
+  g_clear_handle_id (&self->copied_source, g_source_remove);
+  g_clear_handle_id (&self->description_source, g_source_remove);
+
+  if (self->message_bindings != NULL)
+    g_binding_group_set_source (self->message_bindings, NULL);
+  if (self->message_signals != NULL)
+    g_signal_group_set_target (self->message_signals, NULL);
+  if (self->versions_signals != NULL)
+    g_signal_group_set_target (self->versions_signals, NULL);
+  g_clear_object (&self->message_bindings);
+  g_clear_object (&self->message_signals);
+  g_clear_object (&self->versions_signals);
+
+  if (self->details_popover != NULL)
+    gtk_widget_unparent (GTK_WIDGET (self->details_popover));
+  gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_MESSAGE_ROW);
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
+    gtk_widget_unparent (child);
+
+  g_clear_object (&self->message);
+  g_clear_object (&self->versions);
+  g_clear_object (&self->run);
+
+  G_OBJECT_CLASS (kaged_message_row_parent_class)->dispose (object);
+}
+
+static void
+kaged_message_row_finalize (GObject *object)
+{
+  KagedMessageRow *self = (KagedMessageRow *)object;
+
+  g_clear_pointer (&self->provider_name, g_free);
+  g_clear_pointer (&self->model_name, g_free);
+
+  G_OBJECT_CLASS (kaged_message_row_parent_class)->finalize (object);
+}
+
+static void
+kaged_message_row_get_property (GObject    *object,
+                                guint       prop_id,
+                                GValue     *value,
+                                GParamSpec *pspec)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (object);
+
+  switch (prop_id)
+    {
+    case PROP_MESSAGE:
+      g_value_set_object (value, self->message);
+      break;
+
+    case PROP_VERSIONS:
+      g_value_set_object (value, self->versions);
+      break;
+
+    case PROP_RUN:
+      g_value_set_object (value, self->run);
+      break;
+
+    case PROP_PROVIDER_NAME:
+      g_value_set_string (value, self->provider_name);
+      break;
+
+    case PROP_MODEL_NAME:
+      g_value_set_string (value, self->model_name);
+      break;
+
+    case PROP_QUEUED:
+      g_value_set_boolean (value, self->queued);
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_message_row_set_property (GObject      *object,
+                                guint         prop_id,
+                                const GValue *value,
+                                GParamSpec   *pspec)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (object);
+
+  switch (prop_id)
+    {
+    case PROP_MESSAGE:
+      kaged_message_row_set_message (self, g_value_get_object (value));
+      break;
+
+    case PROP_VERSIONS:
+      kaged_message_row_set_versions (self, g_value_get_object (value));
+      break;
+
+    case PROP_RUN:
+      kaged_message_row_set_run (self, g_value_get_object (value));
+      break;
+
+    case PROP_PROVIDER_NAME:
+      kaged_message_row_set_provider_name (self, g_value_get_string (value));
+      break;
+
+    case PROP_MODEL_NAME:
+      kaged_message_row_set_model_name (self, g_value_get_string (value));
+      break;
+
+    case PROP_QUEUED:
+      kaged_message_row_set_queued (self, g_value_get_boolean (value));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+kaged_message_row_class_init (KagedMessageRowClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = kaged_message_row_dispose;
+  object_class->finalize = kaged_message_row_finalize;
+  object_class->get_property = kaged_message_row_get_property;
+  object_class->set_property = kaged_message_row_set_property;
+
+  widget_class->size_allocate = kaged_message_row_size_allocate;
+
+  /**
+   * KagedMessageRow:message:
+   *
+   * The message shown.
+   */
+  properties [PROP_MESSAGE] =
+    g_param_spec_object ("message", NULL, NULL,
+                         KAGED_TYPE_MESSAGE,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessageRow:versions:
+   *
+   * The versions of the reply, oldest first, the message among them; with
+   * more than one the row shows a pager.
+   */
+  properties [PROP_VERSIONS] =
+    g_param_spec_object ("versions", NULL, NULL,
+                         G_TYPE_LIST_MODEL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessageRow:run:
+   *
+   * The run that wrote the reply, for its details.
+   */
+  properties [PROP_RUN] =
+    g_param_spec_object ("run", NULL, NULL,
+                         KAGED_TYPE_RUN,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessageRow:provider-name:
+   *
+   * The provider that wrote the reply, for its details.
+   */
+  properties [PROP_PROVIDER_NAME] =
+    g_param_spec_string ("provider-name", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessageRow:model-name:
+   *
+   * The model that wrote the reply, for its details.
+   */
+  properties [PROP_MODEL_NAME] =
+    g_param_spec_string ("model-name", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessageRow:queued:
+   *
+   * Whether the message waits for the reply before it to finish.
+   */
+  properties [PROP_QUEUED] =
+    g_param_spec_boolean ("queued", NULL, NULL,
+                          FALSE,
+                          (G_PARAM_READWRITE |
+                           G_PARAM_EXPLICIT_NOTIFY |
+                           G_PARAM_STATIC_STRINGS));
+
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  g_type_ensure (KAGED_TYPE_MARKDOWN_VIEW);
+  g_type_ensure (KAGED_TYPE_MESSAGE_DETAILS);
+
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/kaged/Kaged/kaged-message-row.ui");
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, header_box);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, author_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, status_spinner);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, status_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, bubble);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, operator_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, markdown_view);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, error_box);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, error_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, error_detail_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, preferences_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, actions_box);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, pager_box);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, previous_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, pager_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, next_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, regenerate_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, copy_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, edit_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_popover);
+
+  gtk_widget_class_install_action (widget_class, "row.copy", NULL, copy_action);
+  gtk_widget_class_install_action (widget_class, "row.previous-version", NULL, previous_version_action);
+  gtk_widget_class_install_action (widget_class, "row.next-version", NULL, next_version_action);
+  gtk_widget_class_install_action (widget_class, "row.show-details", NULL, show_details_action);
+
+  gtk_widget_class_set_css_name (widget_class, "messagerow");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
+}
+
+static void
+kaged_message_row_init (KagedMessageRow *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  gtk_widget_set_parent (GTK_WIDGET (self->details_popover), GTK_WIDGET (self));
+
+  self->message_bindings = g_binding_group_new ();
+  g_binding_group_bind (self->message_bindings, "content", self->operator_label, "label",
+                        G_BINDING_SYNC_CREATE);
+  g_binding_group_bind (self->message_bindings, "content", self->markdown_view, "text",
+                        G_BINDING_SYNC_CREATE);
+
+  self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
+  g_signal_group_connect_swapped (self->message_signals, "notify::content",
+                                  G_CALLBACK (on_content_changed), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::status",
+                                  G_CALLBACK (update_description), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::role",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::status",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::error-message",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::retry-class",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::retry-after-until",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::id",
+                                  G_CALLBACK (update_state), self);
+
+  self->versions_signals = g_signal_group_new (G_TYPE_LIST_MODEL);
+  g_signal_group_connect_swapped (self->versions_signals, "items-changed",
+                                  G_CALLBACK (update_pager), self);
+
+  update_state (self);
+  update_description (self);
+}
+
+GtkWidget *
+kaged_message_row_new (void)
+{
+  return g_object_new (KAGED_TYPE_MESSAGE_ROW, NULL);
+}
+
+/**
+ * kaged_message_row_get_message:
+ *
+ * Returns: (transfer none) (nullable): the message shown
+ */
+KagedMessage *
+kaged_message_row_get_message (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  return self->message;
+}
+
+void
+kaged_message_row_set_message (KagedMessageRow *self,
+                               KagedMessage    *message)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+  g_return_if_fail (message == NULL || KAGED_IS_MESSAGE (message));
+
+  if (!g_set_object (&self->message, message))
+    return;
+
+  if (message == NULL)
+    {
+      gtk_label_set_label (self->operator_label, "");
+      kaged_markdown_view_set_text (self->markdown_view, NULL);
+    }
+
+  g_binding_group_set_source (self->message_bindings, message);
+  g_signal_group_set_target (self->message_signals, message);
+
+  gtk_popover_popdown (self->details_popover);
+  update_state (self);
+  update_description (self);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_MESSAGE]);
+}
+
+/**
+ * kaged_message_row_get_versions:
+ *
+ * Returns: (transfer none) (nullable): the versions of the reply
+ */
+GListModel *
+kaged_message_row_get_versions (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  return self->versions;
+}
+
+/**
+ * kaged_message_row_set_versions:
+ * @versions: (nullable): a list of #KagedMessage, oldest first
+ *
+ * Gives the row the versions of its reply. With more than one, the row
+ * shows which one it shows (`2/3`) and *Previous Version* and *Next
+ * Version* to read the others.
+ */
+void
+kaged_message_row_set_versions (KagedMessageRow *self,
+                                GListModel      *versions)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+  g_return_if_fail (versions == NULL || G_IS_LIST_MODEL (versions));
+
+  if (!g_set_object (&self->versions, versions))
+    return;
+
+  g_signal_group_set_target (self->versions_signals, versions);
+  update_pager (self);
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_VERSIONS]);
+}
+
+/**
+ * kaged_message_row_get_run:
+ *
+ * Returns: (transfer none) (nullable): the run that wrote the reply
+ */
+KagedRun *
+kaged_message_row_get_run (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  return self->run;
+}
+
+void
+kaged_message_row_set_run (KagedMessageRow *self,
+                           KagedRun        *run)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+  g_return_if_fail (run == NULL || KAGED_IS_RUN (run));
+
+  if (g_set_object (&self->run, run))
+    g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_RUN]);
+}
+
+const char *
+kaged_message_row_get_provider_name (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  return self->provider_name;
+}
+
+void
+kaged_message_row_set_provider_name (KagedMessageRow *self,
+                                     const char      *provider_name)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  if (g_strcmp0 (self->provider_name, provider_name) == 0)
+    return;
+
+  g_free (self->provider_name);
+  self->provider_name = g_strdup (provider_name);
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROVIDER_NAME]);
+}
+
+const char *
+kaged_message_row_get_model_name (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  return self->model_name;
+}
+
+void
+kaged_message_row_set_model_name (KagedMessageRow *self,
+                                  const char      *model_name)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  if (g_strcmp0 (self->model_name, model_name) == 0)
+    return;
+
+  g_free (self->model_name);
+  self->model_name = g_strdup (model_name);
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_MODEL_NAME]);
+}
+
+gboolean
+kaged_message_row_get_queued (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), FALSE);
+
+  return self->queued;
+}
+
+/**
+ * kaged_message_row_set_queued:
+ *
+ * Marks the message as waiting for the reply before it: the row says
+ * "Queued".
+ */
+void
+kaged_message_row_set_queued (KagedMessageRow *self,
+                              gboolean         queued)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  queued = !!queued;
+  if (self->queued == queued)
+    return;
+
+  self->queued = queued;
+  update_state (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_QUEUED]);
+}

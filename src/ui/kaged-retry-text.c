@@ -1,0 +1,251 @@
+/* kaged-retry-text.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-retry-text"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "kaged-retry-class.h"
+#include "kaged-retry-text.h"
+
+/**
+ * kaged_retry_format_duration:
+ * @seconds: a duration in seconds
+ *
+ * Returns: (transfer full): the duration for people: "40 s", "4 min 5 s",
+ *   "2 h 30 min"
+ */
+char *
+kaged_retry_format_duration (gint64 seconds)
+{
+  int h, m, s;
+
+  seconds = CLAMP (seconds, 0, (gint64)G_MAXINT / 2);
+  h = (int)(seconds / 3600);
+  m = (int)((seconds % 3600) / 60);
+  s = (int)(seconds % 60);
+
+  if (h > 0 && m > 0)
+    /* Translators: a duration in hours and minutes */
+    return g_strdup_printf (_("%d h %d min"), h, m);
+  if (h > 0)
+    /* Translators: a duration in hours */
+    return g_strdup_printf (_("%d h"), h);
+  if (m > 0 && s > 0)
+    /* Translators: a duration in minutes and seconds */
+    return g_strdup_printf (_("%d min %d s"), m, s);
+  if (m > 0)
+    /* Translators: a duration in minutes */
+    return g_strdup_printf (_("%d min"), m);
+
+  /* Translators: a duration in seconds */
+  return g_strdup_printf (_("%d s"), s);
+}
+
+/**
+ * kaged_retry_format_retry_after:
+ * @when_ms: when the retry may start, epoch milliseconds
+ * @now_ms: the time now, epoch milliseconds
+ * @use_12h: whether the desktop shows a 12-hour clock
+ *
+ * Returns: (transfer full): "Retry after 14:32" in local time, naming the
+ *   day when it is not today
+ */
+char *
+kaged_retry_format_retry_after (gint64   when_ms,
+                                gint64   now_ms,
+                                gboolean use_12h)
+{
+  g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (when_ms / 1000);
+  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
+  g_autofree char *time = NULL;
+  g_autofree char *day = NULL;
+  GDate when_date;
+  GDate now_date;
+  int days;
+
+  if (when == NULL || now == NULL)
+    return NULL;
+
+  if (use_12h)
+    /* Translators: the time of day on a 12-hour clock, see g_date_time_format()
+     * xgettext:no-c-format */
+    time = g_date_time_format (when, _("%-l:%M %p"));
+  else
+    /* Translators: the time of day on a 24-hour clock, see g_date_time_format()
+     * xgettext:no-c-format */
+    time = g_date_time_format (when, _("%H:%M"));
+
+  g_date_clear (&when_date, 1);
+  g_date_clear (&now_date, 1);
+  g_date_set_dmy (&when_date, g_date_time_get_day_of_month (when),
+                  g_date_time_get_month (when), g_date_time_get_year (when));
+  g_date_set_dmy (&now_date, g_date_time_get_day_of_month (now),
+                  g_date_time_get_month (now), g_date_time_get_year (now));
+  days = g_date_days_between (&now_date, &when_date);
+
+  if (days == 0)
+    /* Translators: shown while a retry waits for a time today, e.g. "Retry after 14:32" */
+    return g_strdup_printf (_("Retry after %s"), time);
+
+  if (days == 1)
+    /* Translators: e.g. "Retry tomorrow after 00:20" */
+    return g_strdup_printf (_("Retry tomorrow after %s"), time);
+
+  if (days > 1 && days < 7)
+    /* Translators: the weekday of a retry within a week, see g_date_time_format()
+     * xgettext:no-c-format */
+    day = g_date_time_format (when, _("%A"));
+  else
+    /* Translators: the date of a retry further away, see g_date_time_format()
+     * xgettext:no-c-format */
+    day = g_date_time_format (when, _("%x"));
+
+  /* Translators: a day and a time, e.g. "Retry Friday after 14:32" */
+  return g_strdup_printf (_("Retry %s after %s"), day, time);
+}
+
+/**
+ * kaged_retry_describe_wait_source:
+ *
+ * Returns: where a wait came from, in words to follow "wait set by", e.g.
+ *   "the provider’s Retry-After header"
+ */
+const char *
+kaged_retry_describe_wait_source (const char *wait_source)
+{
+  if (wait_source == NULL || g_str_equal (wait_source, KAGED_RETRY_WAIT_SOURCE_BACKOFF))
+    return _("exponential backoff");
+
+  if (g_str_equal (wait_source, "retry-after") || g_str_equal (wait_source, "retry-after-ms"))
+    return _("the provider’s Retry-After header");
+
+  if (g_str_equal (wait_source, "anthropic-ratelimit-reset") ||
+      g_str_equal (wait_source, "x-ratelimit-reset"))
+    return _("the provider’s rate-limit reset time");
+
+  if (g_str_equal (wait_source, KAGED_RETRY_WAIT_SOURCE_PROVIDER_RESET))
+    return _("the provider’s quota reset time");
+
+  return wait_source;
+}
+
+/**
+ * kaged_retry_describe_reason:
+ * @retry_class: the class of the failure a retry waits for
+ * @http_status: its HTTP status, or 0
+ * @advised_wait_ms: how long the provider asked to wait, or 0
+ *
+ * Returns: (transfer full): why a retry waits, for people: "The provider
+ *   is overloaded (HTTP 529)", "Rate limited — the provider asked to wait
+ *   40 s"
+ */
+char *
+kaged_retry_describe_reason (KagedRetryClass retry_class,
+                             guint           http_status,
+                             gint64          advised_wait_ms)
+{
+  g_autofree char *base = NULL;
+  const char *described;
+
+  if (retry_class == KAGED_RETRY_CLASS_RATE_LIMITED)
+    described = _("Rate limited");
+  else
+    described = kaged_retry_class_describe (retry_class);
+
+  if (described == NULL)
+    described = _("The provider failed");
+
+  if (http_status != 0)
+    /* Translators: a failure and its HTTP status, e.g. "The provider is overloaded (HTTP 529)" */
+    base = g_strdup_printf (_("%s (HTTP %u)"), described, http_status);
+  else
+    base = g_strdup (described);
+
+  if (advised_wait_ms > 0)
+    {
+      g_autofree char *wait = kaged_retry_format_duration ((advised_wait_ms + 999) / 1000);
+
+      /* Translators: "Rate limited — the provider asked to wait 40 s" */
+      return g_strdup_printf (_("%s — the provider asked to wait %s"), base, wait);
+    }
+
+  return g_steal_pointer (&base);
+}
+
+/**
+ * kaged_retry_dup_reason:
+ *
+ * Returns: (transfer full) (nullable): why @scheduler's retry waits, in
+ *   words, or %NULL when nothing waits
+ */
+char *
+kaged_retry_dup_reason (KagedRetryScheduler *scheduler)
+{
+  KagedRetryClass retry_class;
+
+  g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (scheduler), NULL);
+
+  retry_class = kaged_retry_scheduler_get_retry_class (scheduler);
+  if (retry_class == KAGED_RETRY_CLASS_NONE)
+    return NULL;
+
+  return kaged_retry_describe_reason (retry_class,
+                                      kaged_retry_scheduler_get_http_status (scheduler),
+                                      kaged_retry_scheduler_get_advised_wait_ms (scheduler));
+}
+
+/**
+ * kaged_retry_new_interface_settings:
+ *
+ * Returns: (transfer full) (nullable): the desktop's interface settings,
+ *   whose `clock-format` says 12h or 24h, or %NULL when the desktop's
+ *   schema is not installed
+ */
+GSettings *
+kaged_retry_new_interface_settings (void)
+{
+  GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
+  g_autoptr(GSettingsSchema) schema = NULL;
+
+  if (source != NULL)
+    schema = g_settings_schema_source_lookup (source, "org.gnome.desktop.interface", TRUE);
+  if (schema == NULL || !g_settings_schema_has_key (schema, "clock-format"))
+    return NULL;
+
+  return g_settings_new_full (schema, NULL, NULL);
+}
+
+/**
+ * kaged_retry_dup_scheduled_label:
+ * @interface_settings: (nullable): from kaged_retry_new_interface_settings()
+ *
+ * Returns: (transfer full) (nullable): "Retry after 14:32" in the
+ *   desktop's clock format while @scheduler is scheduled, else %NULL
+ */
+char *
+kaged_retry_dup_scheduled_label (KagedRetryScheduler *scheduler,
+                                 GSettings           *interface_settings)
+{
+  g_autofree char *format = NULL;
+  gint64 next;
+
+  g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (scheduler), NULL);
+  g_return_val_if_fail (!interface_settings || G_IS_SETTINGS (interface_settings), NULL);
+
+  next = kaged_retry_scheduler_get_next_eligible_time (scheduler);
+  if (kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_SCHEDULED ||
+      next <= 0)
+    return NULL;
+
+  if (interface_settings != NULL)
+    format = g_settings_get_string (interface_settings, "clock-format");
+
+  return kaged_retry_format_retry_after (next,
+                                         kaged_clock_get_wall_ms (kaged_retry_scheduler_get_clock (scheduler)),
+                                         g_strcmp0 (format, "12h") == 0);
+}

@@ -1,0 +1,869 @@
+/* test-message-row.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * The widgets of a conversation, under a virtual X server: a reply's
+ * Markdown, its code blocks, and the message row in each state.
+ */
+
+#include "config.h"
+
+#include <adwaita.h>
+
+#include "kaged-code-block.h"
+#include "kaged-markdown-view.h"
+#include "kaged-message-row.h"
+
+/* --- helpers ------------------------------------------------------------------------ */
+
+static void
+iterate (void)
+{
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+}
+
+static GtkWindow *
+show_in_window (GtkWidget *widget)
+{
+  GtkWindow *window = GTK_WINDOW (gtk_window_new ());
+
+  gtk_window_set_default_size (window, 640, 480);
+  gtk_window_set_child (window, widget);
+  gtk_window_present (window);
+  iterate ();
+
+  return window;
+}
+
+typedef gboolean (*Match) (GtkWidget  *widget,
+                           const char *data);
+
+static GtkWidget *
+find_widget (GtkWidget  *root,
+             Match       match,
+             const char *data)
+{
+  if (match (root, data))
+    return root;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (root);
+       child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_widget (child, match, data);
+
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
+}
+
+static gboolean
+is_button_named (GtkWidget  *widget,
+                 const char *tooltip)
+{
+  return GTK_IS_BUTTON (widget) &&
+         (g_strcmp0 (gtk_widget_get_tooltip_text (widget), tooltip) == 0 ||
+          g_strcmp0 (gtk_button_get_label (GTK_BUTTON (widget)), tooltip) == 0);
+}
+
+static gboolean
+has_action (GtkWidget  *widget,
+            const char *action_name)
+{
+  return GTK_IS_ACTIONABLE (widget) &&
+         g_strcmp0 (gtk_actionable_get_action_name (GTK_ACTIONABLE (widget)), action_name) == 0;
+}
+
+static gboolean
+is_label_with_text (GtkWidget  *widget,
+                    const char *text)
+{
+  return GTK_IS_LABEL (widget) && g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0;
+}
+
+static gboolean
+is_code_block (GtkWidget  *widget,
+               const char *data)
+{
+  return KAGED_IS_CODE_BLOCK (widget);
+}
+
+static gboolean
+is_text_view (GtkWidget  *widget,
+              const char *data)
+{
+  return GTK_IS_TEXT_VIEW (widget);
+}
+
+static gboolean
+is_grid (GtkWidget  *widget,
+         const char *data)
+{
+  return GTK_IS_GRID (widget);
+}
+
+static GtkWidget *
+button (GtkWidget  *root,
+        const char *tooltip)
+{
+  GtkWidget *found = find_widget (root, is_button_named, tooltip);
+
+  g_assert_nonnull (found);
+  return found;
+}
+
+/* An icon-only button: its tooltip and its accessible name are @name. */
+static void
+assert_icon_button (GtkWidget  *root,
+                    const char *name)
+{
+  GtkWidget *found = button (root, name);
+
+  g_assert_cmpstr (gtk_widget_get_tooltip_text (found), ==, name);
+  g_assert_null (gtk_button_get_label (GTK_BUTTON (found)));
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (found), GTK_ACCESSIBLE_PROPERTY_LABEL, name);
+}
+
+/* Whether the widget and all its ancestors are visible. */
+static gboolean
+shown (GtkWidget *widget)
+{
+  for (; widget != NULL; widget = gtk_widget_get_parent (widget))
+    {
+      if (!gtk_widget_get_visible (widget))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+is_shown_label_with_text (GtkWidget  *widget,
+                          const char *text)
+{
+  return is_label_with_text (widget, text) && shown (widget);
+}
+
+static GtkWidget *
+shown_label (GtkWidget  *root,
+             const char *text)
+{
+  return find_widget (root, is_shown_label_with_text, text);
+}
+
+static void
+click (GtkWidget *widget)
+{
+  g_assert_true (GTK_IS_BUTTON (widget));
+  g_signal_emit_by_name (widget, "clicked");
+}
+
+static void
+read_text_cb (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  char **out = user_data;
+  g_autoptr(GError) error = NULL;
+
+  *out = gdk_clipboard_read_text_finish (GDK_CLIPBOARD (object), result, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (*out);
+}
+
+static char *
+read_clipboard (GtkWidget *widget)
+{
+  char *text = NULL;
+
+  gdk_clipboard_read_text_async (gtk_widget_get_clipboard (widget), NULL, read_text_cb, &text);
+  while (text == NULL)
+    g_main_context_iteration (NULL, TRUE);
+
+  return text;
+}
+
+/* --- Markdown ------------------------------------------------------------------------ */
+
+static const char fixture[] =
+  "# Getting started\n"
+  "\n"
+  "Some **bold** text and a [link](https://gnome.org).\n"
+  "\n"
+  "| Name | Size |\n"
+  "|------|-----:|\n"
+  "| a.txt | 12 |\n"
+  "| b.txt | 345 |\n"
+  "\n"
+  "```python\n"
+  "def hello():\n"
+  "    print(\"<hello>\")\n"
+  "```\n"
+  "\n"
+  "<b>not bold</b> <span foreground=\"red\">plain</span>\n"
+  "\n"
+  "> quoted\n"
+  "\n"
+  "- one\n"
+  "- two\n";
+
+static void
+test_markdown_fixture (void)
+{
+  GtkWidget *view = kaged_markdown_view_new ();
+  GtkWindow *window = show_in_window (view);
+  GtkWidget *child;
+  GtkWidget *grid;
+  GtkWidget *code;
+  GtkSourceBuffer *buffer;
+  GtkSourceLanguage *language;
+  g_autofree char *code_text = NULL;
+  GtkTextIter start, end;
+  guint n_children = 0;
+
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), fixture);
+  iterate ();
+
+  g_assert_cmpstr (kaged_markdown_view_get_text (KAGED_MARKDOWN_VIEW (view)), ==, fixture);
+
+  for (child = gtk_widget_get_first_child (view); child != NULL; child = gtk_widget_get_next_sibling (child))
+    n_children++;
+  g_assert_cmpuint (n_children, ==, 7);
+
+  /* The heading, big. */
+  child = gtk_widget_get_first_child (view);
+  g_assert_true (GTK_IS_LABEL (child));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (child)), ==, "Getting started");
+  g_assert_true (gtk_widget_has_css_class (child, "title-1"));
+
+  /* Emphasis and links are markup, the link opens only when safe. */
+  child = gtk_widget_get_next_sibling (child);
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (child)), ==, "Some bold text and a link.");
+  g_assert_true (gtk_label_get_selectable (GTK_LABEL (child)));
+  g_assert_true (gtk_label_get_wrap (GTK_LABEL (child)));
+
+  /* The table, as a grid of labels, the head in bold. */
+  grid = find_widget (view, is_grid, NULL);
+  g_assert_nonnull (grid);
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (gtk_grid_get_child_at (GTK_GRID (grid), 0, 0))), ==, "Name");
+  g_assert_true (gtk_widget_has_css_class (gtk_grid_get_child_at (GTK_GRID (grid), 1, 0), "heading"));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (gtk_grid_get_child_at (GTK_GRID (grid), 1, 2))), ==, "345");
+  g_assert_cmpfloat (gtk_label_get_xalign (GTK_LABEL (gtk_grid_get_child_at (GTK_GRID (grid), 1, 2))), ==, 1.0);
+  g_assert_null (gtk_grid_get_child_at (GTK_GRID (grid), 0, 3));
+
+  /* The code, highlighted as Python. */
+  code = find_widget (view, is_code_block, NULL);
+  g_assert_nonnull (code);
+  buffer = kaged_code_block_get_buffer (KAGED_CODE_BLOCK (code));
+  language = gtk_source_buffer_get_language (buffer);
+  g_assert_nonnull (language);
+  g_assert_cmpstr (gtk_source_language_get_id (language), ==, "python3");
+  gtk_text_buffer_get_bounds (GTK_TEXT_BUFFER (buffer), &start, &end);
+  code_text = gtk_text_buffer_get_text (GTK_TEXT_BUFFER (buffer), &start, &end, FALSE);
+  g_assert_cmpstr (code_text, ==, "def hello():\n    print(\"<hello>\")");
+  g_assert_false (gtk_text_view_get_editable (GTK_TEXT_VIEW (find_widget (code, is_text_view, NULL))));
+  g_assert_true (gtk_text_view_get_monospace (GTK_TEXT_VIEW (find_widget (code, is_text_view, NULL))));
+  g_assert_nonnull (shown_label (code, "Python"));
+
+  /* Raw HTML is text, not markup. */
+  g_assert_nonnull (shown_label (view, "<b>not bold</b> <span foreground=\"red\">plain</span>"));
+
+  gtk_window_destroy (window);
+}
+
+static void
+test_markdown_streaming (void)
+{
+  KagedMarkdownView *view = KAGED_MARKDOWN_VIEW (kaged_markdown_view_new ());
+  GtkWindow *window = show_in_window (GTK_WIDGET (view));
+  g_autoptr(GString) text = g_string_new (NULL);
+  GtkWidget *first;
+  GtkWidget *last;
+  GtkWidget *code;
+  guint64 built;
+
+  for (guint i = 0; i < 10; i++)
+    g_string_append_printf (text, "Paragraph %u.\n\n", i);
+  g_string_append (text, "Growing");
+  kaged_markdown_view_set_text (view, text->str);
+  iterate ();
+
+  first = gtk_widget_get_first_child (GTK_WIDGET (view));
+  last = gtk_widget_get_last_child (GTK_WIDGET (view));
+  built = kaged_markdown_view_get_widgets_built (view);
+  g_assert_cmpuint (built, ==, 11);
+
+  /* Deltas into the last paragraph change its label, nothing else. */
+  for (guint i = 0; i < 50; i++)
+    {
+      g_string_append (text, " word");
+      kaged_markdown_view_set_text (view, text->str);
+    }
+  iterate ();
+  g_assert_cmpuint (kaged_markdown_view_get_widgets_built (view), ==, built);
+  g_assert_true (gtk_widget_get_first_child (GTK_WIDGET (view)) == first);
+  g_assert_true (gtk_widget_get_last_child (GTK_WIDGET (view)) == last);
+  g_assert_true (g_str_has_suffix (gtk_label_get_text (GTK_LABEL (last)), "word word"));
+
+  /* A code block that grows stays the same widget. */
+  g_string_append (text, "\n\n```c\nint a;\n");
+  kaged_markdown_view_set_text (view, text->str);
+  code = gtk_widget_get_last_child (GTK_WIDGET (view));
+  g_assert_true (KAGED_IS_CODE_BLOCK (code));
+  built = kaged_markdown_view_get_widgets_built (view);
+  for (guint i = 0; i < 20; i++)
+    {
+      g_string_append_printf (text, "int b%u;\n", i);
+      kaged_markdown_view_set_text (view, text->str);
+    }
+  iterate ();
+  g_assert_cmpuint (kaged_markdown_view_get_widgets_built (view), ==, built);
+  g_assert_true (gtk_widget_get_last_child (GTK_WIDGET (view)) == code);
+  g_assert_true (g_str_has_suffix (kaged_code_block_get_code (KAGED_CODE_BLOCK (code)), "int b19;"));
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (KAGED_CODE_BLOCK (code)))),
+                   ==, "c");
+  g_assert_true (gtk_widget_get_first_child (GTK_WIDGET (view)) == first);
+
+  /* Text that is not a continuation (another version) replaces it all. */
+  kaged_markdown_view_set_text (view, "Other");
+  g_assert_true (gtk_widget_get_first_child (GTK_WIDGET (view)) == gtk_widget_get_last_child (GTK_WIDGET (view)));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (gtk_widget_get_first_child (GTK_WIDGET (view)))), ==, "Other");
+
+  gtk_window_destroy (window);
+}
+
+/* --- code blocks ------------------------------------------------------------------------- */
+
+static void
+test_code_block_language (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkSourceBuffer *buffer = kaged_code_block_get_buffer (block);
+
+  g_object_ref_sink (block);
+
+  kaged_code_block_set_language (block, "rs");
+  kaged_code_block_set_code (block, "fn main() {}");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "rust");
+
+  kaged_code_block_set_language (block, "JSON");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "json");
+
+  kaged_code_block_set_language (block, "no-such-language");
+  g_assert_null (gtk_source_buffer_get_language (buffer));
+
+  /* Without a name, a shebang tells. */
+  kaged_code_block_set_language (block, NULL);
+  kaged_code_block_set_code (block, "#!/bin/sh\necho hi\n");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "sh");
+
+  g_object_unref (block);
+}
+
+static void
+test_code_block_dark (void)
+{
+  AdwStyleManager *style_manager = adw_style_manager_get_default ();
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkWindow *window = show_in_window (GTK_WIDGET (block));
+  GtkSourceBuffer *buffer = kaged_code_block_get_buffer (block);
+
+  adw_style_manager_set_color_scheme (style_manager, ADW_COLOR_SCHEME_FORCE_DARK);
+  iterate ();
+  g_assert_cmpstr (gtk_source_style_scheme_get_id (gtk_source_buffer_get_style_scheme (buffer)), ==,
+                   "Adwaita-dark");
+
+  adw_style_manager_set_color_scheme (style_manager, ADW_COLOR_SCHEME_FORCE_LIGHT);
+  iterate ();
+  g_assert_cmpstr (gtk_source_style_scheme_get_id (gtk_source_buffer_get_style_scheme (buffer)), ==,
+                   "Adwaita");
+
+  adw_style_manager_set_color_scheme (style_manager, ADW_COLOR_SCHEME_DEFAULT);
+  gtk_window_destroy (window);
+}
+
+static void
+test_code_block_copy (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkWindow *window = show_in_window (GTK_WIDGET (block));
+  GtkWidget *copy = button (GTK_WIDGET (block), "Copy");
+  g_autofree char *copied = NULL;
+
+  kaged_code_block_set_language (block, "sh");
+  kaged_code_block_set_code (block, "ls -l | grep '<x>'");
+  iterate ();
+  assert_icon_button (GTK_WIDGET (block), "Copy");
+
+  g_assert_true (shown_label (GTK_WIDGET (block), "Copied") == NULL ||
+                 !gtk_revealer_get_reveal_child (GTK_REVEALER (gtk_widget_get_parent (shown_label (GTK_WIDGET (block), "Copied")))));
+  click (copy);
+  iterate ();
+
+  copied = read_clipboard (GTK_WIDGET (block));
+  g_assert_cmpstr (copied, ==, "ls -l | grep '<x>'");
+  g_assert_cmpstr (gtk_button_get_icon_name (GTK_BUTTON (copy)), ==, "object-select-symbolic");
+
+  gtk_window_destroy (window);
+}
+
+/* --- message rows ------------------------------------------------------------------------- */
+
+static KagedMessage *
+new_message (gint64              id,
+             KagedMessageRole    role,
+             const char         *content,
+             KagedMessageStatus  status)
+{
+  KagedMessage *message = kaged_message_new ();
+
+  kaged_message_set_id (message, id);
+  kaged_message_set_role (message, role);
+  kaged_message_set_content (message, content);
+  kaged_message_set_status (message, status);
+
+  return message;
+}
+
+typedef struct
+{
+  GtkWindow *window;
+  KagedMessageRow *row;
+  GSimpleActionGroup *actions;
+  GPtrArray *activated;
+} RowFixture;
+
+static void
+record_action (GSimpleAction *action,
+               GVariant      *parameter,
+               gpointer       user_data)
+{
+  RowFixture *f = user_data;
+
+  g_ptr_array_add (f->activated,
+                   g_strdup_printf ("%s %" G_GINT64_FORMAT, g_action_get_name (G_ACTION (action)),
+                                    g_variant_get_int64 (parameter)));
+}
+
+static void
+row_fixture_set_up (RowFixture    *f,
+                    gconstpointer  data)
+{
+  static const GActionEntry entries[] = {
+    { "regenerate", record_action, "x", NULL, NULL, { 0 } },
+    { "edit", record_action, "x", NULL, NULL, { 0 } },
+    { "show-version", record_action, "x", NULL, NULL, { 0 } },
+  };
+
+  f->row = KAGED_MESSAGE_ROW (kaged_message_row_new ());
+  f->window = show_in_window (GTK_WIDGET (f->row));
+  f->activated = g_ptr_array_new_with_free_func (g_free);
+
+  /* The window provides the message actions. */
+  f->actions = g_simple_action_group_new ();
+  g_action_map_add_action_entries (G_ACTION_MAP (f->actions), entries, G_N_ELEMENTS (entries), f);
+  gtk_widget_insert_action_group (GTK_WIDGET (f->window), "message", G_ACTION_GROUP (f->actions));
+}
+
+static void
+row_fixture_tear_down (RowFixture    *f,
+                       gconstpointer  data)
+{
+  gtk_window_destroy (f->window);
+  g_clear_object (&f->actions);
+  g_clear_pointer (&f->activated, g_ptr_array_unref);
+  iterate ();
+}
+
+static char *
+row_status (RowFixture *f)
+{
+  return kaged_message_row_describe_status (f->row);
+}
+
+static void
+test_row_operator (RowFixture    *f,
+                   gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (7, KAGED_MESSAGE_ROLE_OPERATOR,
+                                                 "Plain *text*, not Markdown", KAGED_MESSAGE_STATUS_NONE);
+  GtkWidget *row = GTK_WIDGET (f->row);
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+
+  g_assert_true (kaged_message_row_get_message (f->row) == message);
+  g_assert_nonnull (shown_label (row, "You"));
+  g_assert_nonnull (shown_label (row, "Plain *text*, not Markdown"));
+  g_assert_true (gtk_widget_has_css_class (row, "operator"));
+  g_assert_true (shown (button (row, "Copy")));
+  g_assert_true (shown (button (row, "Edit")));
+  g_assert_false (shown (button (row, "Regenerate")));
+  g_assert_false (shown (button (row, "Message Details")));
+  g_assert_false (shown (button (row, "Previous Version")));
+  g_assert_null (row_status (f));
+  assert_icon_button (row, "Copy");
+  assert_icon_button (row, "Edit");
+
+  click (button (row, "Edit"));
+  iterate ();
+  g_assert_cmpuint (f->activated->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "edit 7");
+
+  kaged_message_row_set_queued (f->row, TRUE);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Queued"));
+  kaged_message_row_set_queued (f->row, FALSE);
+  iterate ();
+  g_assert_null (shown_label (row, "Queued"));
+}
+
+static void
+test_row_agent (RowFixture    *f,
+                gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (8, KAGED_MESSAGE_ROLE_AGENT,
+                                                 "# Answer\n\nWith **bold**.", KAGED_MESSAGE_STATUS_COMPLETE);
+  GtkWidget *row = GTK_WIDGET (f->row);
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+
+  g_assert_nonnull (shown_label (row, "Assistant"));
+  g_assert_nonnull (shown_label (row, "Answer"));
+  g_assert_nonnull (shown_label (row, "With bold."));
+  g_assert_true (gtk_widget_has_css_class (row, "agent"));
+  g_assert_false (gtk_widget_has_css_class (row, "operator"));
+  g_assert_true (shown (button (row, "Regenerate")));
+  g_assert_true (shown (button (row, "Copy")));
+  g_assert_true (shown (button (row, "Message Details")));
+  g_assert_false (shown (button (row, "Edit")));
+  g_assert_null (row_status (f));
+  assert_icon_button (row, "Regenerate");
+  assert_icon_button (row, "Copy");
+  assert_icon_button (row, "Message Details");
+  assert_icon_button (row, "Previous Version");
+  assert_icon_button (row, "Next Version");
+
+  click (button (row, "Regenerate"));
+  iterate ();
+  g_assert_cmpuint (f->activated->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "regenerate 8");
+
+  /* Its accessible description is the whole text. */
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                       "# Answer\n\nWith **bold**.");
+
+  /* The row follows its message. */
+  kaged_message_set_content (message, "# Answer\n\nWith **bold**.\n\nAnd more");
+  iterate ();
+  g_assert_nonnull (shown_label (row, "And more"));
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                       "# Answer\n\nWith **bold**.\n\nAnd more");
+}
+
+static gboolean
+description_is (GtkWidget  *widget,
+                const char *text)
+{
+  g_autofree char *mismatch = gtk_test_accessible_check_property (GTK_ACCESSIBLE (widget),
+                                                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                                                  text);
+
+  return mismatch == NULL;
+}
+
+static void
+test_row_description_while_streaming (RowFixture    *f,
+                                      gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (5, KAGED_MESSAGE_ROLE_AGENT, "One",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 deadline;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_true (description_is (row, "One"));
+
+  /* Deltas reach the description a little later, together. */
+  kaged_message_set_content (message, "One two");
+  kaged_message_set_content (message, "One two three");
+  iterate ();
+  g_assert_true (description_is (row, "One"));
+  g_assert_nonnull (shown_label (row, "One two three"));
+
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (!description_is (row, "One two three") && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_true (description_is (row, "One two three"));
+
+  /* The end of the reply, at once. */
+  kaged_message_set_content (message, "One two three four");
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  g_assert_true (description_is (row, "One two three four"));
+}
+
+static void
+test_row_statuses (RowFixture    *f,
+                   gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (9, KAGED_MESSAGE_ROLE_AGENT, "Partial answ",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  g_autofree char *status = NULL;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Writing…"));
+  g_assert_nonnull (shown_label (row, "Partial answ"));
+
+  /* Failed: why, in words, and the partial text kept. */
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_NETWORK);
+  kaged_message_set_error_message (message, "Connection reset by peer");
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_FAILED);
+  iterate ();
+  g_assert_null (shown_label (row, "Writing…"));
+  g_assert_nonnull (shown_label (row, "Failed"));
+  g_assert_nonnull (shown_label (row, "Could not reach the server"));
+  g_assert_nonnull (shown_label (row, "Connection reset by peer"));
+  g_assert_nonnull (shown_label (row, "Partial answ"));
+  g_assert_false (shown (button (row, "Open Preferences")));
+
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "The provider is overloaded"));
+
+  /* A key problem offers the preferences. */
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_AUTH_FAILED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "The provider did not accept the API key"));
+  g_assert_true (shown (button (row, "Open Preferences")));
+  g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (button (row, "Open Preferences"))), ==,
+                   "app.preferences");
+
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "No API key was found for this provider"));
+  g_assert_true (shown (button (row, "Open Preferences")));
+
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Stopped"));
+  g_assert_null (shown_label (row, "No API key was found for this provider"));
+  g_assert_nonnull (shown_label (row, "Partial answ"));
+
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_INTERRUPTED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Interrupted when Kaged closed"));
+  g_assert_nonnull (shown_label (row, "Partial answ"));
+
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+  g_assert_null (shown_label (row, "Interrupted when Kaged closed"));
+  status = row_status (f);
+  g_assert_null (status);
+}
+
+static void
+test_row_rebind (RowFixture    *f,
+                 gconstpointer  data)
+{
+  g_autoptr(KagedMessage) first = new_message (1, KAGED_MESSAGE_ROLE_AGENT, "First", KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedMessage) second = new_message (2, KAGED_MESSAGE_ROLE_OPERATOR, "Second", KAGED_MESSAGE_STATUS_NONE);
+  GtkWidget *row = GTK_WIDGET (f->row);
+
+  kaged_message_row_set_message (f->row, first);
+  kaged_message_row_set_message (f->row, second);
+  iterate ();
+
+  /* The first message no longer reaches the row. */
+  kaged_message_set_content (first, "Changed");
+  kaged_message_set_status (first, KAGED_MESSAGE_STATUS_FAILED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Second"));
+  g_assert_null (shown_label (row, "Changed"));
+  g_assert_null (shown_label (row, "Failed"));
+  g_assert_true (shown (button (row, "Edit")));
+
+  kaged_message_row_set_message (f->row, NULL);
+  iterate ();
+  g_assert_null (shown_label (row, "Second"));
+}
+
+static void
+test_row_copy (RowFixture    *f,
+               gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (3, KAGED_MESSAGE_ROLE_AGENT,
+                                                 "Use `ls`:\n\n```sh\nls\n```", KAGED_MESSAGE_STATUS_COMPLETE);
+  g_autofree char *copied = NULL;
+  GtkWidget *copy;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+
+  /* The reply's own Copy, not the one of its code block. */
+  copy = find_widget (GTK_WIDGET (f->row), has_action, "row.copy");
+  g_assert_true (is_button_named (copy, "Copy"));
+  click (copy);
+  iterate ();
+
+  copied = read_clipboard (GTK_WIDGET (f->row));
+  g_assert_cmpstr (copied, ==, "Use `ls`:\n\n```sh\nls\n```");
+}
+
+static void
+test_row_pager (RowFixture    *f,
+                gconstpointer  data)
+{
+  g_autoptr(GListStore) versions = g_list_store_new (KAGED_TYPE_MESSAGE);
+  g_autoptr(KagedMessage) v1 = new_message (11, KAGED_MESSAGE_ROLE_AGENT, "Version one", KAGED_MESSAGE_STATUS_COMPLETE);
+  g_autoptr(KagedMessage) v2 = new_message (12, KAGED_MESSAGE_ROLE_AGENT, "Version two", KAGED_MESSAGE_STATUS_CANCELLED);
+  g_autoptr(KagedMessage) v3 = new_message (13, KAGED_MESSAGE_ROLE_AGENT, "Version three", KAGED_MESSAGE_STATUS_COMPLETE);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  GtkWidget *previous;
+  GtkWidget *next;
+
+  kaged_message_row_set_message (f->row, v3);
+  iterate ();
+  g_assert_false (shown (button (row, "Previous Version")));
+
+  /* One version: no pager. */
+  g_list_store_append (versions, v3);
+  kaged_message_row_set_versions (f->row, G_LIST_MODEL (versions));
+  iterate ();
+  g_assert_false (shown (button (row, "Previous Version")));
+
+  /* Three: it shows, and follows the list. */
+  g_list_store_insert (versions, 0, v1);
+  g_list_store_insert (versions, 1, v2);
+  iterate ();
+  previous = button (row, "Previous Version");
+  next = button (row, "Next Version");
+  g_assert_true (shown (previous));
+  g_assert_true (shown (next));
+  g_assert_nonnull (shown_label (row, "3/3"));
+  g_assert_true (gtk_widget_is_sensitive (previous));
+  g_assert_false (gtk_widget_is_sensitive (next));
+
+  click (previous);
+  iterate ();
+  g_assert_true (kaged_message_row_get_message (f->row) == v2);
+  g_assert_nonnull (shown_label (row, "2/3"));
+  g_assert_nonnull (shown_label (row, "Version two"));
+  g_assert_nonnull (shown_label (row, "Stopped"));
+  g_assert_true (gtk_widget_is_sensitive (next));
+  g_assert_cmpuint (f->activated->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "show-version 12");
+
+  click (previous);
+  iterate ();
+  g_assert_true (kaged_message_row_get_message (f->row) == v1);
+  g_assert_nonnull (shown_label (row, "1/3"));
+  g_assert_false (gtk_widget_is_sensitive (previous));
+
+  click (next);
+  click (next);
+  iterate ();
+  g_assert_true (kaged_message_row_get_message (f->row) == v3);
+  g_assert_nonnull (shown_label (row, "3/3"));
+  g_assert_null (shown_label (row, "Stopped"));
+
+  kaged_message_row_set_versions (f->row, NULL);
+  iterate ();
+  g_assert_false (shown (previous));
+}
+
+static void
+test_row_details (RowFixture    *f,
+                  gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (4, KAGED_MESSAGE_ROLE_AGENT, "Done", KAGED_MESSAGE_STATUS_COMPLETE);
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  KagedAttempt attempt = { 0 };
+  GtkWidget *popover;
+
+  kaged_run_set_id (run, 42);
+  kaged_run_set_started_at (run, 1773150120000);
+  kaged_run_set_finished_at (run, 1773150123500);
+  kaged_run_set_input_tokens (run, 120);
+  kaged_run_set_output_tokens (run, 48);
+
+  attempt.time = 1773150120000;
+  attempt.http_status = 503;
+  attempt.error = (char *)"Service unavailable";
+  attempt.retry_class = KAGED_RETRY_CLASS_OVERLOADED;
+  attempt.wait_ms = 2000;
+  attempt.wait_source = (char *)"retry-after";
+  kaged_run_add_attempt (run, &attempt);
+
+  attempt.time = 1773150122000;
+  attempt.http_status = 200;
+  attempt.error = NULL;
+  attempt.retry_class = KAGED_RETRY_CLASS_NONE;
+  attempt.wait_ms = 0;
+  attempt.wait_source = NULL;
+  kaged_run_add_attempt (run, &attempt);
+
+  kaged_message_set_run_id (message, 42);
+  kaged_message_row_set_message (f->row, message);
+  kaged_message_row_set_run (f->row, run);
+  kaged_message_row_set_provider_name (f->row, "Ollama");
+  kaged_message_row_set_model_name (f->row, "llama3.2");
+  iterate ();
+
+  click (button (GTK_WIDGET (f->row), "Message Details"));
+  iterate ();
+
+  popover = gtk_widget_get_last_child (GTK_WIDGET (f->row));
+  g_assert_true (GTK_IS_POPOVER (popover));
+  g_assert_true (gtk_widget_get_visible (popover));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "Ollama"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "llama3.2"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "42"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "3.5 s"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "120 in, 48 out"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 1, 13:42:00"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text,
+                                 "HTTP 503: Service unavailable\n"
+                                 "Waited 2.0 s, set by the provider’s Retry-After header"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 2, 13:42:02"));
+  g_assert_nonnull (find_widget (popover, is_label_with_text, "HTTP 200"));
+
+  gtk_popover_popdown (GTK_POPOVER (popover));
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_setenv ("TZ", "UTC", TRUE);
+  /* GTK's own test accessibility backend, to read accessible properties. */
+  g_setenv ("GTK_A11Y", "test", TRUE);
+  gtk_disable_setlocale ();
+  g_test_init (&argc, &argv, NULL);
+  adw_init ();
+
+  g_test_add_func ("/markdown-view/fixture", test_markdown_fixture);
+  g_test_add_func ("/markdown-view/streaming", test_markdown_streaming);
+  g_test_add_func ("/code-block/language", test_code_block_language);
+  g_test_add_func ("/code-block/dark", test_code_block_dark);
+  g_test_add_func ("/code-block/copy", test_code_block_copy);
+
+#define ROW_TEST(path, func) \
+  g_test_add (path, RowFixture, NULL, row_fixture_set_up, func, row_fixture_tear_down)
+
+  ROW_TEST ("/message-row/operator", test_row_operator);
+  ROW_TEST ("/message-row/agent", test_row_agent);
+  ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
+  ROW_TEST ("/message-row/statuses", test_row_statuses);
+  ROW_TEST ("/message-row/rebind", test_row_rebind);
+  ROW_TEST ("/message-row/copy", test_row_copy);
+  ROW_TEST ("/message-row/pager", test_row_pager);
+  ROW_TEST ("/message-row/details", test_row_details);
+
+  return g_test_run ();
+}

@@ -1382,26 +1382,14 @@ glue_run_changed (KagedSessionManager *manager,
     kaged_retry_scheduler_run_finished (glue->scheduler, run);
 }
 
-static gboolean
-wake_up (gpointer user_data)
-{
-  return G_SOURCE_CONTINUE;
-}
-
+/* Waits for the end of run @run_id itself: the provider's answer wakes
+ * the main loop. */
 static void
 wait_for_run (Glue   *glue,
               gint64  run_id)
 {
-  gint64 give_up = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
-  guint wake = g_timeout_add (50, wake_up, NULL);
-
   while (glue->last_finished == NULL || kaged_run_get_id (glue->last_finished) != run_id)
-    {
-      g_assert_cmpint (g_get_monotonic_time (), <, give_up);
-      g_main_context_iteration (NULL, TRUE);
-    }
-
-  g_source_remove (wake);
+    g_main_context_iteration (NULL, TRUE);
 }
 
 /* libsoup's server warns when a client's connection is gone before it
@@ -1531,8 +1519,7 @@ test_engine_end_to_end (void)
   g_assert_cmpint (kaged_message_get_run_id (g_ptr_array_index (messages, 1)), ==, retry_run);
 
   kaged_session_manager_shutdown (manager);
-  for (guint i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
+  iterate ();
   g_clear_object (&glue.scheduler);
   g_clear_object (&glue.last_finished);
   g_clear_object (&manager);

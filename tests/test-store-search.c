@@ -197,7 +197,7 @@ test_migrated (void)
   g_autofree char *dir = make_dir ();
   g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
   g_autofree char *fixture = g_test_build_filename (G_TEST_DIST, "fixtures", "store",
-                                                    "schema-v3.sql", NULL);
+                                                    "schema-v4.sql", NULL);
   g_autofree char *sql = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedStore) store = NULL;

@@ -519,12 +519,12 @@ last_attempt (KagedRun *run)
 
 /* Where the wait for a retry of @run came from, when the retry is due at
  * @next_eligible_time and @run failed at @failed_at (epoch ms). */
-void
-_kaged_retry_describe_run_wait (KagedRun    *run,
-                                gint64       next_eligible_time,
-                                gint64       failed_at,
-                                const char **wait_source,
-                                gint64      *advised_wait_ms)
+static void
+describe_run_wait (KagedRun    *run,
+                   gint64       next_eligible_time,
+                   gint64       failed_at,
+                   const char **wait_source,
+                   gint64      *advised_wait_ms)
 {
   const KagedAttempt *last = last_attempt (run);
   gint64 until = kaged_run_get_retry_after_until (run);
@@ -566,7 +566,7 @@ arm_from_run (KagedRetryScheduler *self,
   if (until > next)
     next = until;
 
-  _kaged_retry_describe_run_wait (run, next, now, &wait_source, &advised);
+  describe_run_wait (run, next, now, &wait_source, &advised);
 
   set_uint (self, &self->attempt, attempt, PROP_ATTEMPT);
   set_int64 (self, &self->anchor_id, kaged_run_get_anchor_id (run), PROP_ANCHOR_ID);

@@ -18,8 +18,8 @@
  * Both are external-content tables: the text lives once, in its own table.
  */
 
-/* Version 4: the search index. */
-const char _kaged_store_schema_v4[] =
+/* Version 5: the search index. */
+const char _kaged_store_schema_v5[] =
   "CREATE VIRTUAL TABLE sessions_search USING fts5 (\n"
   "  title, content = 'sessions', content_rowid = 'id',\n"
   "  tokenize = 'unicode61 remove_diacritics 2'\n"

@@ -405,6 +405,61 @@ count_notify (GObject    *object,
   (*count)++;
 }
 
+typedef struct
+{
+  guint               n_changed;
+  KagedRetrySnapshot *last;
+} Changes;
+
+static void
+changed_cb (KagedRetryScheduler *scheduler,
+            Changes             *changes)
+{
+  changes->n_changed++;
+  g_clear_pointer (&changes->last, kaged_retry_snapshot_free);
+  changes->last = kaged_retry_scheduler_dup_snapshot (scheduler);
+}
+
+/* ::changed comes once per transition, with the whole state in place when
+ * it does — what the HTTP API sends as `retry.changed` — and not for the
+ * countdown's ticks. */
+static void
+test_changed_signal (Fixture       *f,
+                     gconstpointer  data)
+{
+  Changes changes = { 0, NULL };
+  gint64 retry_run_id;
+
+  g_signal_connect (f->scheduler, "changed", G_CALLBACK (changed_cb), &changes);
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpuint (changes.n_changed, ==, 1);
+  g_assert_cmpint (changes.last->state, ==, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+  g_assert_cmpuint (changes.last->attempt, ==, 1);
+  g_assert_cmpint (changes.last->next_eligible_time, ==, START_WALL_MS + 2000);
+  g_assert_cmpint (changes.last->anchor_id, ==, ANCHOR_ID);
+  g_assert_cmpint (changes.last->retry_class, ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpstr (changes.last->wait_source, ==, "backoff");
+
+  /* A tick of the countdown is not a transition. */
+  advance (f, 1000);
+  g_assert_cmpuint (changes.n_changed, ==, 1);
+
+  /* Dispatching, then watching the retried run. */
+  advance (f, 1000);
+  g_assert_cmpuint (changes.n_changed, ==, 3);
+  retry_run_id = kaged_retry_scheduler_get_run_id (f->scheduler);
+  g_assert_cmpint (changes.last->state, ==, KAGED_RETRY_SCHEDULER_STATE_WATCHING);
+  g_assert_cmpint (changes.last->retry_run_id, ==, retry_run_id);
+
+  g_assert_true (kaged_retry_scheduler_cancel (f->scheduler));
+  g_assert_cmpuint (changes.n_changed, ==, 4);
+  g_assert_cmpint (changes.last->state, ==, KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
+
+  g_signal_handlers_disconnect_by_func (f->scheduler, changed_cb, &changes);
+  g_clear_pointer (&changes.last, kaged_retry_snapshot_free);
+}
+
 static void
 test_retry_after_countdown (Fixture       *f,
                             gconstpointer  data)
@@ -1563,6 +1618,7 @@ main (int   argc,
   ADD ("arming-matrix", test_arming_matrix);
   ADD ("retry-after-countdown", test_retry_after_countdown);
   ADD ("boundary-300s", test_boundary_300s);
+  ADD ("changed-signal", test_changed_signal);
   ADD ("countdown-fraction", test_countdown_fraction);
   ADD ("wait-data", test_wait_data);
   ADD ("scheduled", test_scheduled);

@@ -535,6 +535,39 @@ test_direct_regenerate_stands_down (Fixture       *fixture,
   kaged_session_manager_shutdown (manager);
 }
 
+/* Editing a message the operator wrote stands the armed retry down too. */
+static void
+test_edit_stands_down (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedReceipt) edited = NULL;
+  KagedRetryScheduler *scheduler;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Edited", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Helo", &error);
+  g_assert_no_error (error);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+
+  edited = kaged_session_manager_edit (manager, kaged_session_get_id (session),
+                                       receipt->message_id, "Hello", &error);
+  g_assert_no_error (error);
+  g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+
+  kaged_session_manager_shutdown (manager);
+}
+
 /*
  * The retried run could only be queued (the engine is shutting down) and
  * is cancelled before it started: the retry has resolved, so the
@@ -821,6 +854,8 @@ main (int   argc,
               fixture_set_up, test_queued_newer_message_not_armed, fixture_tear_down);
   g_test_add ("/retry-coordinator/direct-regenerate-stands-down", Fixture, NULL,
               fixture_set_up, test_direct_regenerate_stands_down, fixture_tear_down);
+  g_test_add ("/retry-coordinator/edit-stands-down", Fixture, NULL,
+              fixture_set_up, test_edit_stands_down, fixture_tear_down);
   g_test_add ("/retry-coordinator/queued-retry-cancelled", Fixture, NULL,
               fixture_set_up, test_queued_retry_cancelled, fixture_tear_down);
   g_test_add ("/retry-coordinator/unpersisted-failure-not-armed", Fixture, NULL,

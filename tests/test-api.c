@@ -1272,6 +1272,27 @@ test_overloaded_classification (Fixture       *fixture,
   g_assert_true (json_object_get_boolean_member (retry, "retryable"));
   g_assert_cmpstr (json_object_get_string_member (retry, "retry_class"), ==, "overloaded");
   g_assert_true (json_object_has_member (retry, "retry_after_until"));
+
+  /* Without --auto-retry, Tier 2 is the client's to drive: nothing is
+   * armed, and there is no retry to cancel or to hurry. */
+  {
+    g_autofree char *retry_path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/retry",
+                                                   session_id);
+    g_autofree char *now_path = g_strconcat (retry_path, "/now", NULL);
+    g_autofree char *cancel_path = g_strconcat (retry_path, "/cancel", NULL);
+    g_autoptr(Response) state = request (fixture, "GET", retry_path, NULL);
+    g_autoptr(Response) now = request (fixture, "POST", now_path, NULL);
+    g_autoptr(Response) cancel = request (fixture, "POST", cancel_path, NULL);
+    g_autoptr(Response) wrong_method = request (fixture, "POST", retry_path, NULL);
+
+    g_assert_cmpuint (state->status, ==, SOUP_STATUS_OK);
+    g_assert_cmpstr (json_object_get_string_member (response_object (state), "state"), ==, "idle");
+    g_assert_true (json_object_get_null_member (response_object (state), "next_at"));
+    assert_error (now, SOUP_STATUS_CONFLICT, "retry_off");
+    assert_error (cancel, SOUP_STATUS_CONFLICT, "retry_off");
+    g_assert_cmpuint (wrong_method->status, ==, SOUP_STATUS_METHOD_NOT_ALLOWED);
+    g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->fake, NULL), ==, 3);
+  }
 }
 
 /* ------------------------------------------------------------------------

@@ -88,14 +88,14 @@ make_manager (Fixture     *fixture,
   return manager;
 }
 
-static gboolean
-scheduler_in_state (KagedRetryScheduler      *scheduler,
-                    KagedRetrySchedulerState  state)
+/* Waits for @scheduler to reach @state: what moves it is the provider's
+ * answer or a turn of the main loop, never a length of time. */
+static void
+wait_state (KagedRetryScheduler      *scheduler,
+            KagedRetrySchedulerState  state)
 {
-  for (guint i = 0; i < 2000 && kaged_retry_scheduler_get_state (scheduler) != state; i++)
+  while (kaged_retry_scheduler_get_state (scheduler) != state)
     g_main_context_iteration (NULL, TRUE);
-
-  return kaged_retry_scheduler_get_state (scheduler) == state;
 }
 
 static void
@@ -121,7 +121,7 @@ test_failure_arms_and_post_disarms (Fixture       *fixture,
   g_assert_no_error (error);
 
   scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
   g_assert_cmpuint (kaged_retry_scheduler_get_attempt (scheduler), ==, 1);
   g_assert_cmpint (kaged_retry_scheduler_get_anchor_id (scheduler), ==, receipt->message_id);
   g_assert_cmpint (kaged_retry_scheduler_get_retry_class (scheduler), ==,
@@ -159,11 +159,11 @@ test_expiry_regenerates (Fixture       *fixture,
   receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
   g_assert_no_error (error);
   scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
 
   /* Two seconds later the reply is regenerated from the same message. */
   kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_IDLE));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_IDLE);
 
   latest = kaged_session_manager_get_latest_run (manager, kaged_session_get_id (session), &error);
   g_assert_no_error (error);
@@ -205,7 +205,7 @@ test_restart_resumes (Fixture       *fixture,
     g_assert_no_error (error);
     anchor_id = receipt->message_id;
     scheduler = kaged_retry_coordinator_get_scheduler (coordinator, session_id);
-    g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+    wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
   }
 
   /* The program starts again: the armed retry is there without a run. */
@@ -241,8 +241,8 @@ test_restart_resumes (Fixture       *fixture,
     scheduler = kaged_retry_coordinator_get_scheduler (coordinator, session_id);
     g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
     kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 600000);
-    for (guint i = 0; i < 50; i++)
-      g_main_context_iteration (NULL, FALSE);
+    while (g_main_context_iteration (NULL, FALSE))
+      ;
     g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
   }
 }
@@ -295,7 +295,7 @@ test_cancel_at_random_moments (Fixture       *fixture,
       receipt = kaged_session_manager_post (manager, session_id, "Hello", &error);
       g_assert_no_error (error);
       scheduler = kaged_retry_coordinator_get_scheduler (coordinator, session_id);
-      g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+      wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
 
       /* Wander through the cycle: turns of the main loop, and time passing
        * by up to a countdown and a half. */
@@ -322,8 +322,8 @@ test_cancel_at_random_moments (Fixture       *fixture,
       while (kaged_session_manager_is_busy (manager, session_id))
         g_main_context_iteration (NULL, TRUE);
       kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 600000);
-      for (guint i = 0; i < 200; i++)
-        g_main_context_iteration (NULL, FALSE);
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
 
       g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
       after = kaged_session_manager_get_latest_run (manager, session_id, &error);
@@ -510,7 +510,7 @@ test_direct_regenerate_stands_down (Fixture       *fixture,
   receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
   g_assert_no_error (error);
   scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
 
   regenerated = kaged_session_manager_regenerate (manager, kaged_session_get_id (session),
                                                   receipt->message_id, &error);
@@ -561,11 +561,11 @@ test_queued_retry_cancelled (Fixture       *fixture,
   receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
   g_assert_no_error (error);
   scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
 
   kaged_session_manager_shutdown (manager);
   kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_WATCHING));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_WATCHING);
   retry_run_id = kaged_retry_scheduler_get_run_id (scheduler);
   g_assert_cmpint (run_status (manager, kaged_session_get_id (session), retry_run_id), ==,
                    KAGED_RUN_STATUS_QUEUED);
@@ -663,7 +663,7 @@ test_retry_failing_at_start (Fixture       *fixture,
   receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
   g_assert_no_error (error);
   scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
 
   g_assert_cmpint (sqlite3_open (fixture->db_path, &db), ==, SQLITE_OK);
   g_assert_cmpint (sqlite3_exec (db,
@@ -674,7 +674,7 @@ test_retry_failing_at_start (Fixture       *fixture,
   sqlite3_close (db);
 
   kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 2000);
-  g_assert_true (scheduler_in_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_IDLE));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_IDLE);
 
   latest = kaged_session_manager_get_latest_run (manager, kaged_session_get_id (session), &error);
   g_assert_no_error (error);

@@ -240,7 +240,7 @@ static void
 wait_events (Fixture *fixture,
              guint    n)
 {
-  for (guint i = 0; i < 5000 && fixture->events->len < n; i++)
+  while (fixture->events->len < n)
     g_main_context_iteration (NULL, TRUE);
 
   g_assert_cmpuint (fixture->events->len, >=, n);
@@ -259,8 +259,7 @@ post_and_wait_scheduled (Fixture *fixture)
 
   scheduler = kaged_retry_coordinator_get_scheduler (fixture->coordinator,
                                                      kaged_session_get_id (fixture->session));
-  for (guint i = 0; i < 5000 &&
-       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_SCHEDULED; i++)
+  while (kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_SCHEDULED)
     g_main_context_iteration (NULL, TRUE);
   g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
                    KAGED_RETRY_SCHEDULER_STATE_SCHEDULED);
@@ -274,8 +273,7 @@ wait_retry_done (Fixture             *fixture,
                  KagedRetryScheduler *scheduler)
 {
   kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
-  for (guint i = 0; i < 5000 &&
-       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE; i++)
+  while (kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE)
     g_main_context_iteration (NULL, TRUE);
   g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
                    KAGED_RETRY_SCHEDULER_STATE_IDLE);
@@ -454,8 +452,7 @@ test_retrying_offers_cancel (Fixture       *fixture,
   wait_events (fixture, 1);
 
   kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->clock), 3000 * 1000);
-  for (guint i = 0; i < 5000 &&
-       kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_WATCHING; i++)
+  while (kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_WATCHING)
     g_main_context_iteration (NULL, TRUE);
   g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
                    KAGED_RETRY_SCHEDULER_STATE_WATCHING);
@@ -506,7 +503,7 @@ test_result_only_unfocused (Fixture       *fixture,
   g_assert_no_error (error);
 
   gtk_window_present (fixture->window);
-  for (guint i = 0; i < 5000 && !gtk_window_is_active (fixture->window); i++)
+  while (!gtk_window_is_active (fixture->window))
     g_main_context_iteration (NULL, TRUE);
   g_assert_true (gtk_window_is_active (fixture->window));
 

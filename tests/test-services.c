@@ -194,6 +194,43 @@ test_api_follows_preference (Fixture       *fixture,
   g_assert_cmpuint (get_status (sessions_url, token), ==, 0);
 }
 
+static gboolean
+timeout_cb (gpointer user_data)
+{
+  gboolean *timed_out = user_data;
+
+  *timed_out = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+/* Waits for the run to end (each turn of the loop is an event: a reply's
+ * progress, or its end). */
+static KagedRun *
+wait_for_run (KagedSessionManager *manager,
+              gint64               session_id,
+              gint64               run_id)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean timed_out = FALSE;
+  guint timeout_id = g_timeout_add_seconds (60, timeout_cb, &timed_out);
+  KagedRun *run = NULL;
+
+  for (;;)
+    {
+      g_clear_object (&run);
+      run = kaged_session_manager_get_run (manager, session_id, run_id, &error);
+      g_assert_no_error (error);
+      if (kaged_run_is_finished (run) || timed_out)
+        break;
+      g_main_context_iteration (NULL, TRUE);
+    }
+
+  g_assert_false (timed_out);
+  g_source_remove (timeout_id);
+
+  return run;
+}
+
 static KagedRun *
 post_and_wait (KagedSessionManager *manager,
                gint64               session_id,
@@ -201,22 +238,11 @@ post_and_wait (KagedSessionManager *manager,
 {
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(GError) error = NULL;
-  KagedRun *run = NULL;
 
   receipt = kaged_session_manager_post (manager, session_id, content, &error);
   g_assert_no_error (error);
 
-  for (guint i = 0; i < 5000; i++)
-    {
-      g_clear_object (&run);
-      run = kaged_session_manager_get_run (manager, session_id, receipt->run_id, &error);
-      g_assert_no_error (error);
-      if (kaged_run_is_finished (run))
-        break;
-      g_main_context_iteration (NULL, TRUE);
-    }
-
-  return run;
+  return wait_for_run (manager, session_id, receipt->run_id);
 }
 
 static void
@@ -274,16 +300,7 @@ test_model_follows_preferences (Fixture       *fixture,
   receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Hello", &error);
   g_assert_no_error (error);
 
-  for (guint i = 0; i < 5000; i++)
-    {
-      g_clear_object (&run);
-      run = kaged_session_manager_get_run (manager, kaged_session_get_id (session),
-                                           receipt->run_id, &error);
-      g_assert_no_error (error);
-      if (kaged_run_is_finished (run))
-        break;
-      g_main_context_iteration (NULL, TRUE);
-    }
+  run = wait_for_run (manager, kaged_session_get_id (session), receipt->run_id);
 
   g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/chat/completions"), ==, 1);

@@ -432,6 +432,51 @@ check_migrated_rows (KagedStore *store)
   retry->attempt = 2;
   g_assert_true (kaged_store_set_retry_state (store, retry, &error));
   g_assert_no_error (error);
+
+  /* What version 4 added: the reason a retry waits is kept with it. */
+  retry->retry_class = KAGED_RETRY_CLASS_RATE_LIMITED;
+  retry->http_status = 429;
+  retry->retry_after_until = 1700000160000;
+  retry->advised_wait_ms = 60000;
+  retry->wait_source = g_strdup ("retry-after");
+  retry->seen_run_id = 3;
+  retry->retry_run_id = 0;
+  g_assert_true (kaged_store_set_retry_state (store, retry, &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&retry, kaged_store_retry_state_free);
+  retry = kaged_store_get_retry_state (store, 1, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (retry->state, ==, "armed");
+  g_assert_cmpint (retry->retry_class, ==, KAGED_RETRY_CLASS_RATE_LIMITED);
+  g_assert_cmpuint (retry->http_status, ==, 429);
+  g_assert_cmpint (retry->retry_after_until, ==, 1700000160000);
+  g_assert_cmpint (retry->advised_wait_ms, ==, 60000);
+  g_assert_cmpstr (retry->wait_source, ==, "retry-after");
+  g_assert_cmpint (retry->seen_run_id, ==, 3);
+  g_assert_cmpint (retry->retry_run_id, ==, 0);
+}
+
+/* A retry armed under version 3 kept only the scheduler's own fields:
+ * migrated, it carries the reason it waits, taken from the run it was
+ * armed on. */
+static void
+check_migrated_retry (KagedStore *store)
+{
+  g_autoptr(KagedStoreRetryState) retry = NULL;
+  g_autoptr(GError) error = NULL;
+
+  retry = kaged_store_get_retry_state (store, 4, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (retry->state, ==, "armed");
+  g_assert_cmpuint (retry->attempt, ==, 2);
+  g_assert_cmpint (retry->next_eligible_at, ==, 1700002031000);
+  g_assert_cmpint (retry->anchor_id, ==, 15);
+  g_assert_cmpint (retry->retry_class, ==, KAGED_RETRY_CLASS_OVERLOADED);
+  g_assert_cmpuint (retry->http_status, ==, 529);
+  g_assert_cmpint (retry->retry_after_until, ==, 1700002031000);
+  g_assert_cmpint (retry->advised_wait_ms, ==, 30000);
+  g_assert_cmpstr (retry->wait_source, ==, "retry-after");
+  g_assert_cmpint (retry->seen_run_id, ==, 9);
 }
 
 static void
@@ -473,6 +518,8 @@ test_migrations (Fixture       *fixture,
       store = kaged_store_open_with_clock (db_path, fixture->clock, &error);
       g_assert_no_error (error);
       check_migrated_rows (store);
+      if (version >= 3)
+        check_migrated_retry (store);
       if (version >= 2)
         {
           /* Replies written after later questions read in conversation

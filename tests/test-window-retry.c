@@ -17,17 +17,14 @@
 #include "kaged-retry-banner.h"
 #include "kaged-window.h"
 
-static gboolean
+/* Waits for the banner itself to come or go: what brings it is the
+ * provider's answer, which wakes the main loop. */
+static void
 wait_revealed (KagedRetryBanner *banner,
                gboolean          revealed)
 {
-  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
-
-  while (g_get_monotonic_time () < deadline &&
-         kaged_retry_banner_get_revealed (banner) != revealed)
-    g_main_context_iteration (NULL, FALSE);
-
-  return kaged_retry_banner_get_revealed (banner) == revealed;
+  while (kaged_retry_banner_get_revealed (banner) != revealed)
+    g_main_context_iteration (NULL, TRUE);
 }
 
 /* The real application presents its window here. */
@@ -107,7 +104,7 @@ test_banner_follows_session (void)
 
   receipt = kaged_session_manager_post (manager, kaged_session_get_id (failing), "Hello", &error);
   g_assert_no_error (error);
-  g_assert_true (wait_revealed (banner, TRUE));
+  wait_revealed (banner, TRUE);
   scheduler = kaged_retry_banner_get_scheduler (banner);
   g_assert_cmpint (kaged_retry_scheduler_get_session_id (scheduler), ==,
                    kaged_session_get_id (failing));
@@ -116,15 +113,15 @@ test_banner_follows_session (void)
   g_action_activate (g_action_map_lookup_action (G_ACTION_MAP (application), "show-session"),
                      g_variant_new_int64 (kaged_session_get_id (quiet)));
   g_assert_cmpint (kaged_window_get_session_id (window), ==, kaged_session_get_id (quiet));
-  g_assert_true (wait_revealed (banner, FALSE));
+  wait_revealed (banner, FALSE);
 
   /* Back, as a click on the notification does, and cancelled from there. */
   g_action_activate (g_action_map_lookup_action (G_ACTION_MAP (application), "show-session"),
                      g_variant_new_int64 (kaged_session_get_id (failing)));
-  g_assert_true (wait_revealed (banner, TRUE));
+  wait_revealed (banner, TRUE);
   g_action_activate (g_action_map_lookup_action (G_ACTION_MAP (application), "cancel-retry"),
                      g_variant_new_int64 (kaged_session_get_id (failing)));
-  g_assert_true (wait_revealed (banner, FALSE));
+  wait_revealed (banner, FALSE);
   g_assert_cmpint (kaged_retry_scheduler_get_state (scheduler), ==,
                    KAGED_RETRY_SCHEDULER_STATE_CANCELLED);
 

@@ -11,6 +11,7 @@
 #include <gtk/gtk.h>
 
 #include "kaged-retry-notifier.h"
+#include "kaged-retry-policy.h"
 #include "kaged-retry-text.h"
 
 typedef struct
@@ -217,7 +218,8 @@ notify_result (KagedRetryNotifier *self,
       break;
 
     case KAGED_RUN_STATUS_FAILED:
-      if (kaged_run_get_retryable (run))
+      /* A failure Tier 2 arms from again is not the end. */
+      if (kaged_retry_run_is_armable (run))
         return;
       /* Translators: %s is a conversation's title */
       heading = g_strdup_printf (_("Kaged gave up retrying in “%s”"), title);

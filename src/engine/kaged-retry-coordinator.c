@@ -292,28 +292,3 @@ kaged_retry_coordinator_list_schedulers (KagedRetryCoordinator *self)
 
   return ret;
 }
-
-/**
- * kaged_retry_coordinator_regenerate:
- *
- * A regenerate the operator asked for: a pending Tier 2 retry of the
- * session stands down first, then the engine regenerates.
- *
- * Returns: (transfer full): the receipt, or %NULL with @error set
- */
-KagedReceipt *
-kaged_retry_coordinator_regenerate (KagedRetryCoordinator  *self,
-                                    gint64                  session_id,
-                                    gint64                  operator_message_id,
-                                    GError                **error)
-{
-  KagedRetryScheduler *scheduler;
-
-  g_return_val_if_fail (KAGED_IS_RETRY_COORDINATOR (self), NULL);
-
-  scheduler = kaged_retry_coordinator_lookup_scheduler (self, session_id);
-  if (scheduler != NULL)
-    kaged_retry_scheduler_operator_posted (scheduler);
-
-  return kaged_session_manager_regenerate (self->manager, session_id, operator_message_id, error);
-}

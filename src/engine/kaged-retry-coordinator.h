@@ -36,9 +36,5 @@ KagedRetryScheduler   *kaged_retry_coordinator_get_scheduler   (KagedRetryCoordi
 KagedRetryScheduler   *kaged_retry_coordinator_lookup_scheduler (KagedRetryCoordinator *self,
                                                                 gint64                 session_id);
 GPtrArray             *kaged_retry_coordinator_list_schedulers (KagedRetryCoordinator *self);
-KagedReceipt          *kaged_retry_coordinator_regenerate      (KagedRetryCoordinator *self,
-                                                                gint64                 session_id,
-                                                                gint64                 operator_message_id,
-                                                                GError               **error);
 
 G_END_DECLS

@@ -17,12 +17,4 @@ guint64 _kaged_retry_scheduler_get_generation (KagedRetryScheduler *self);
 void    _kaged_retry_scheduler_expire         (KagedRetryScheduler *self,
                                                guint64              generation);
 
-/* Where the wait for a retry of @run came from, when the retry is due at
- * @next_eligible_time and @run failed at @failed_at (epoch ms). */
-void    _kaged_retry_describe_run_wait        (KagedRun            *run,
-                                               gint64               next_eligible_time,
-                                               gint64               failed_at,
-                                               const char         **wait_source,
-                                               gint64              *advised_wait_ms);
-
 G_END_DECLS

@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include "kaged-retry-class.h"
-#include "kaged-retry-scheduler-private.h"
 #include "kaged-retry-state-store.h"
 
 G_DEFINE_INTERFACE (KagedRetryStateStore, kaged_retry_state_store, G_TYPE_OBJECT)
@@ -66,9 +65,8 @@ G_DEFINE_FINAL_TYPE_WITH_CODE (KagedRetryStoreAdapter, kaged_retry_store_adapter
                                G_IMPLEMENT_INTERFACE (KAGED_TYPE_RETRY_STATE_STORE,
                                                       kaged_retry_store_adapter_iface_init))
 
-/* The database keeps the scheduler's own fields (state, attempt, next
- * eligible time, anchor); why it waits is the classification of the
- * session's latest run, which the database keeps as well. */
+/* The database keeps the whole snapshot: the scheduler's own fields and
+ * why it waits. An idle scheduler is the absence of a row. */
 static KagedRetrySnapshot *
 kaged_retry_store_adapter_load (KagedRetryStateStore  *state_store,
                                 gint64                 session_id,
@@ -76,9 +74,7 @@ kaged_retry_store_adapter_load (KagedRetryStateStore  *state_store,
 {
   KagedRetryStoreAdapter *self = KAGED_RETRY_STORE_ADAPTER (state_store);
   g_autoptr(KagedStoreRetryState) saved = NULL;
-  g_autoptr(KagedRetrySnapshot) snapshot = NULL;
-  g_autoptr(KagedRun) latest = NULL;
-  g_autoptr(GError) local_error = NULL;
+  KagedRetrySnapshot *snapshot;
   int state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
 
   saved = kaged_store_get_retry_state (self->store, session_id, error);
@@ -97,38 +93,15 @@ kaged_retry_store_adapter_load (KagedRetryStateStore  *state_store,
   snapshot->attempt = saved->attempt;
   snapshot->next_eligible_time = saved->next_eligible_at;
   snapshot->anchor_id = saved->anchor_id;
+  snapshot->run_id = saved->seen_run_id;
+  snapshot->retry_run_id = saved->retry_run_id;
+  snapshot->retry_class = saved->retry_class;
+  snapshot->http_status = saved->http_status;
+  snapshot->retry_after_until = saved->retry_after_until;
+  snapshot->advised_wait_ms = saved->advised_wait_ms;
+  snapshot->wait_source = g_strdup (saved->wait_source);
 
-  latest = kaged_store_get_latest_run (self->store, session_id, &local_error);
-  if (latest == NULL)
-    {
-      if (!g_error_matches (local_error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND))
-        {
-          g_propagate_error (error, g_steal_pointer (&local_error));
-          return NULL;
-        }
-      return g_steal_pointer (&snapshot);
-    }
-
-  snapshot->run_id = kaged_run_get_id (latest);
-
-  if (kaged_run_get_status (latest) == KAGED_RUN_STATUS_FAILED &&
-      kaged_run_get_anchor_id (latest) == saved->anchor_id)
-    {
-      const char *wait_source = NULL;
-      gint64 failed_at = kaged_run_get_finished_at (latest);
-
-      if (failed_at <= 0)
-        failed_at = kaged_clock_get_wall_ms (kaged_store_get_clock (self->store));
-
-      _kaged_retry_describe_run_wait (latest, saved->next_eligible_at, failed_at,
-                         &wait_source, &snapshot->advised_wait_ms);
-      snapshot->retry_class = kaged_run_get_retry_class (latest);
-      snapshot->http_status = kaged_run_get_http_status (latest);
-      snapshot->retry_after_until = kaged_run_get_retry_after_until (latest);
-      snapshot->wait_source = g_strdup (wait_source);
-    }
-
-  return g_steal_pointer (&snapshot);
+  return snapshot;
 }
 
 static gboolean
@@ -150,6 +123,13 @@ kaged_retry_store_adapter_save (KagedRetryStateStore      *state_store,
   state->state = g_strdup (kaged_enum_to_nick (KAGED_TYPE_RETRY_SCHEDULER_STATE, snapshot->state));
   state->cancelled = snapshot->state == KAGED_RETRY_SCHEDULER_STATE_CANCELLED;
   state->anchor_id = snapshot->anchor_id;
+  state->seen_run_id = snapshot->run_id;
+  state->retry_run_id = snapshot->retry_run_id;
+  state->retry_class = snapshot->retry_class;
+  state->http_status = snapshot->http_status;
+  state->retry_after_until = snapshot->retry_after_until;
+  state->advised_wait_ms = snapshot->advised_wait_ms;
+  state->wait_source = g_strdup (snapshot->wait_source);
 
   return kaged_store_set_retry_state (self->store, state, error);
 }
@@ -184,8 +164,7 @@ kaged_retry_store_adapter_init (KagedRetryStoreAdapter *self)
  * kaged_retry_state_store_new_for_store:
  * @store: the database
  *
- * The schedulers' state kept in @store's `retry_states` table, with the
- * reason for a wait read back from the session's latest run.
+ * The schedulers' state kept whole in @store's `retry_states` table.
  *
  * Returns: (transfer full): a state store to hand to the schedulers; keep
  *   it alive as long as they are

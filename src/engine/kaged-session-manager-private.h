@@ -90,6 +90,7 @@ enum {
   RUN_CHANGED,
   RUN_RETRYING,
   SESSION_CHANGED,
+  MESSAGES_SUPERSEDED,
   N_SIGNALS
 };
 
@@ -145,5 +146,15 @@ KagedMessage      *_kaged_session_manager_get_message_in_session (KagedSessionMa
                                                                   GError              **error);
 gboolean           _kaged_session_manager_propagate_store_error (GError **error,
                                                                  GError  *store_error);
+
+/* The text of a streaming reply that ::message-delta has announced so far,
+ * or %NULL when @message_id is not the reply of the session's active run. */
+char              *_kaged_session_manager_dup_announced_text (KagedSessionManager *self,
+                                                              gint64               session_id,
+                                                              gint64               message_id);
+/* The reply of the session's active run while it is stored but not yet
+ * announced with ::message-added, or 0. */
+gint64             _kaged_session_manager_get_unannounced_reply (KagedSessionManager *self,
+                                                                 gint64               session_id);
 
 G_END_DECLS

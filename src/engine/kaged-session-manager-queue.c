@@ -446,6 +446,10 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
       return NULL;
     }
 
+  if (write.superseded != NULL && write.superseded->len > 0)
+    g_signal_emit (self, _kaged_session_manager_signals [MESSAGES_SUPERSEDED], 0,
+                   session_id, kaged_run_get_id (run), write.superseded);
+
   for (guint i = 0; i < dropped->len; i++)
     {
       KagedRun *queued = g_ptr_array_index (dropped, i);

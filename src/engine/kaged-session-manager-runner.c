@@ -656,3 +656,38 @@ _kaged_run_state_activate (KagedRunState *state)
   g_source_attach (self->starter, g_main_context_get_thread_default ());
 }
 
+char *
+_kaged_session_manager_dup_announced_text (KagedSessionManager *self,
+                                           gint64               session_id,
+                                           gint64               message_id)
+{
+  KagedSessionEntry *session = g_hash_table_lookup (self->sessions, &session_id);
+  KagedRunState *state;
+
+  if (session == NULL || session->active == NULL)
+    return NULL;
+
+  state = session->active;
+  if (state->message == NULL || kaged_message_get_id (state->message) != message_id)
+    return NULL;
+
+  /* What is still pending reaches observers with the next delta. */
+  return g_strndup (state->text->str, state->text->len - state->pending->len);
+}
+
+gint64
+_kaged_session_manager_get_unannounced_reply (KagedSessionManager *self,
+                                              gint64               session_id)
+{
+  KagedSessionEntry *session = g_hash_table_lookup (self->sessions, &session_id);
+  KagedRunState *state;
+
+  if (session == NULL || session->active == NULL)
+    return 0;
+
+  state = session->active;
+  if (state->message == NULL || state->reply_announced)
+    return 0;
+
+  return kaged_message_get_id (state->message);
+}

@@ -299,6 +299,23 @@ kaged_session_manager_class_init (KagedSessionManagerClass *klass)
                   0, NULL, NULL, NULL,
                   G_TYPE_NONE, 2, KAGED_TYPE_RUN, KAGED_TYPE_ATTEMPT);
 
+  /**
+   * KagedSessionManager::messages-superseded:
+   * @session_id: the session
+   * @run_id: the run of the regeneration that superseded them
+   * @message_ids: (element-type gint64): the ids of the messages, ascending
+   *
+   * A regeneration superseded these messages: every current message after
+   * its anchor in conversation order. Emitted once the store recorded it,
+   * before the runs it drops or cancels are announced.
+   */
+  _kaged_session_manager_signals [MESSAGES_SUPERSEDED] =
+    g_signal_new ("messages-superseded",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 3, G_TYPE_INT64, G_TYPE_INT64, G_TYPE_ARRAY);
+
   _kaged_session_manager_signals [SESSION_CHANGED] =
     g_signal_new ("session-changed",
                   G_TYPE_FROM_CLASS (klass),

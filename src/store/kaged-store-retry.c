@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-retry-class.h"
 #include "kaged-store-private.h"
 
 G_DEFINE_BOXED_TYPE (KagedStoreRetryState, kaged_store_retry_state,
@@ -26,6 +27,14 @@ retry_state_from_row (sqlite3_stmt *stmt)
   state->cancelled = sqlite3_column_int (stmt, 4) != 0;
   state->anchor_id = sqlite3_column_int64 (stmt, 5);
   state->updated_at = sqlite3_column_int64 (stmt, 6);
+  if (!kaged_retry_class_from_string (_kaged_store_column_text (stmt, 7), &state->retry_class))
+    state->retry_class = KAGED_RETRY_CLASS_NONE;
+  state->http_status = (guint)sqlite3_column_int64 (stmt, 8);
+  state->retry_after_until = sqlite3_column_int64 (stmt, 9);
+  state->advised_wait_ms = sqlite3_column_int64 (stmt, 10);
+  state->wait_source = g_strdup (_kaged_store_column_text (stmt, 11));
+  state->seen_run_id = sqlite3_column_int64 (stmt, 12);
+  state->retry_run_id = sqlite3_column_int64 (stmt, 13);
 
   return state;
 }
@@ -57,6 +66,7 @@ kaged_store_retry_state_copy (const KagedStoreRetryState *self)
   copy = g_new0 (KagedStoreRetryState, 1);
   *copy = *self;
   copy->state = g_strdup (self->state);
+  copy->wait_source = g_strdup (self->wait_source);
 
   return copy;
 }
@@ -68,6 +78,7 @@ kaged_store_retry_state_free (KagedStoreRetryState *self)
     return;
 
   g_free (self->state);
+  g_free (self->wait_source);
   g_free (self);
 }
 
@@ -127,7 +138,15 @@ kaged_store_set_retry_state (KagedStore                  *self,
       !_kaged_store_bind_int64 (self, stmt, 7,
                                 state->updated_at != 0 ? state->updated_at
                                                        : _kaged_store_now_ms (self),
-                                error))
+                                error) ||
+      !_kaged_store_bind_text (self, stmt, 8, kaged_retry_class_to_string (state->retry_class),
+                               error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 9, state->http_status, error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 10, state->retry_after_until, error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 11, state->advised_wait_ms, error) ||
+      !_kaged_store_bind_text (self, stmt, 12, state->wait_source, error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 13, state->seen_run_id, error) ||
+      !_kaged_store_bind_int64_or_null (self, stmt, 14, state->retry_run_id, error))
     return FALSE;
 
   if (sqlite3_step (stmt) != SQLITE_DONE)

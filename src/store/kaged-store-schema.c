@@ -146,7 +146,42 @@ static const char schema_v3[] =
   "CREATE INDEX messages_in_order ON messages (session_id, coalesce (anchor_id, id), id);\n"
   "DROP INDEX messages_by_session;\n";
 
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 3);
+/* Version 4: the Tier 2 scheduler's state, whole. Why a retry waits (the
+ * failure's class, status, time and where the wait came from) is kept
+ * with it instead of being read back from the session's latest run on
+ * start-up. A saved state takes its reason from that run once, here, the
+ * way the program did until now. */
+static const char schema_v4[] =
+  "ALTER TABLE retry_states ADD COLUMN retry_class TEXT;\n"
+  "ALTER TABLE retry_states ADD COLUMN http_status INTEGER;\n"
+  "ALTER TABLE retry_states ADD COLUMN retry_after_until INTEGER;\n"
+  "ALTER TABLE retry_states ADD COLUMN advised_wait_ms INTEGER;\n"
+  "ALTER TABLE retry_states ADD COLUMN wait_source TEXT;\n"
+  "ALTER TABLE retry_states ADD COLUMN seen_run_id INTEGER;\n"
+  "ALTER TABLE retry_states ADD COLUMN retry_run_id INTEGER;\n"
+  "UPDATE retry_states SET seen_run_id =\n"
+  "  (SELECT max (r.id) FROM runs r WHERE r.session_id = retry_states.session_id);\n"
+  "UPDATE retry_states SET\n"
+  "  retry_class = r.retry_class,\n"
+  "  http_status = r.http_status,\n"
+  "  retry_after_until = r.retry_after_until,\n"
+  "  advised_wait_ms = CASE\n"
+  "    WHEN r.retry_after_until IS NULL THEN 0\n"
+  "    WHEN a.wait_source IS NOT NULL AND a.wait_source <> 'backoff' AND a.wait_ms > 0\n"
+  "      THEN a.wait_ms\n"
+  "    ELSE max (0, r.retry_after_until - coalesce (r.finished_at, r.retry_after_until)) END,\n"
+  "  wait_source = CASE\n"
+  "    WHEN r.retry_after_until IS NULL\n"
+  "      OR r.retry_after_until < coalesce (retry_states.next_eligible_at, 0) THEN 'backoff'\n"
+  "    WHEN a.wait_source IS NOT NULL AND a.wait_source <> 'backoff' THEN a.wait_source\n"
+  "    WHEN r.retry_class = 'quota_scheduled' THEN 'provider-reset'\n"
+  "    ELSE 'retry-after' END\n"
+  "FROM runs r LEFT JOIN attempts a ON a.run_id = r.id AND a.seq =\n"
+  "  (SELECT max (seq) FROM attempts WHERE run_id = r.id)\n"
+  "WHERE r.id = retry_states.seen_run_id AND r.status = 'failed'\n"
+  "  AND r.anchor_id = retry_states.anchor_id;\n";
+
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 4);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -274,6 +309,11 @@ _kaged_store_migrate (KagedStore  *self,
 
     case 2:
       if (!migrate_step (self, 3, schema_v3, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 3:
+      if (!migrate_step (self, 4, schema_v4, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

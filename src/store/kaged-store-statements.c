@@ -41,7 +41,9 @@
   "started_at, finished_at "
 #define SESSION_COLUMNS "id, title, created_at, updated_at "
 #define RETRY_STATE_COLUMNS \
-  "session_id, attempt, next_eligible_at, state, cancelled, anchor_id, updated_at "
+  "session_id, attempt, next_eligible_at, state, cancelled, anchor_id, updated_at, " \
+  "retry_class, http_status, retry_after_until, advised_wait_ms, wait_source, seen_run_id, " \
+  "retry_run_id "
 
 const char * const _kaged_store_stmt_sql[N_STMTS] = {
   [STMT_BEGIN] = "BEGIN IMMEDIATE",
@@ -177,11 +179,15 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
   [STMT_RETRY_GET] =
     "SELECT " RETRY_STATE_COLUMNS "FROM retry_states WHERE session_id = ?1",
   [STMT_RETRY_SET] =
-    "INSERT INTO retry_states (" RETRY_STATE_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+    "INSERT INTO retry_states (" RETRY_STATE_COLUMNS ") "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
     "ON CONFLICT (session_id) DO UPDATE SET attempt = excluded.attempt, "
     "next_eligible_at = excluded.next_eligible_at, state = excluded.state, "
     "cancelled = excluded.cancelled, anchor_id = excluded.anchor_id, "
-    "updated_at = excluded.updated_at",
+    "updated_at = excluded.updated_at, retry_class = excluded.retry_class, "
+    "http_status = excluded.http_status, retry_after_until = excluded.retry_after_until, "
+    "advised_wait_ms = excluded.advised_wait_ms, wait_source = excluded.wait_source, "
+    "seen_run_id = excluded.seen_run_id, retry_run_id = excluded.retry_run_id",
   [STMT_RETRY_CLEAR] =
     "DELETE FROM retry_states WHERE session_id = ?1",
   [STMT_RETRY_LIST] =

@@ -45,7 +45,7 @@ typedef enum
  *
  * The newest schema this build reads and writes (`PRAGMA user_version`).
  */
-#define KAGED_STORE_SCHEMA_VERSION 3
+#define KAGED_STORE_SCHEMA_VERSION 4
 
 #define KAGED_TYPE_STORE_RETRY_STATE (kaged_store_retry_state_get_type ())
 
@@ -58,9 +58,18 @@ typedef enum
  * @cancelled: whether the operator cancelled the retry
  * @anchor_id: the operator message the retry regenerates from, or 0
  * @updated_at: when this state was saved, epoch milliseconds
+ * @retry_class: the class of the failure the retry waits for
+ * @http_status: that failure's HTTP status, or 0
+ * @retry_after_until: that failure's `retry_after_until`, epoch ms, or 0
+ * @advised_wait_ms: how long the provider asked to wait, or 0
+ * @wait_source: where the wait came from (`backoff`, a header's name,
+ *   `provider-reset`), or %NULL
+ * @seen_run_id: the newest run of the session the scheduler accounted for
+ * @retry_run_id: the run the retry started, while it is under way, or 0
  *
- * The persisted state of a session's Tier 2 retry scheduler, so an armed or
- * scheduled retry resumes when the program starts again.
+ * The persisted state of a session's Tier 2 retry scheduler, whole: an
+ * armed or scheduled retry resumes from it alone when the program starts
+ * again, with the reason it waits.
  */
 typedef struct _KagedStoreRetryState
 {
@@ -71,6 +80,13 @@ typedef struct _KagedStoreRetryState
   gboolean  cancelled;
   gint64    anchor_id;
   gint64    updated_at;
+  KagedRetryClass retry_class;
+  guint     http_status;
+  gint64    retry_after_until;
+  gint64    advised_wait_ms;
+  char     *wait_source;
+  gint64    seen_run_id;
+  gint64    retry_run_id;
 } KagedStoreRetryState;
 
 GType                 kaged_store_retry_state_get_type (void) G_GNUC_CONST;

@@ -186,9 +186,10 @@ kaged_retry_banner_update (KagedRetryBanner *self)
     case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
       status = kaged_retry_dup_scheduled_label (self->scheduler, self->interface_settings);
       icon_name = "alarm-symbolic";
-      self->refresh_source = kaged_clock_attach_timeout (kaged_retry_scheduler_get_clock (self->scheduler),
-                                                         NULL, LABEL_REFRESH_MS, refresh_cb, self,
-                                                         NULL, "[kaged] retry banner time");
+      self->refresh_source =
+        kaged_clock_attach_timeout (kaged_retry_scheduler_get_clock (self->scheduler), NULL,
+                                    LABEL_REFRESH_MS, refresh_cb, self, NULL,
+                                    "[kaged] retry banner time");
       break;
 
     case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:

@@ -233,6 +233,7 @@ kaged_retry_dup_scheduled_label (KagedRetryScheduler *scheduler,
 {
   g_autofree char *format = NULL;
   gint64 next;
+  gint64 now;
 
   g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (scheduler), NULL);
   g_return_val_if_fail (!interface_settings || G_IS_SETTINGS (interface_settings), NULL);
@@ -245,7 +246,7 @@ kaged_retry_dup_scheduled_label (KagedRetryScheduler *scheduler,
   if (interface_settings != NULL)
     format = g_settings_get_string (interface_settings, "clock-format");
 
-  return kaged_retry_format_retry_after (next,
-                                         kaged_clock_get_wall_ms (kaged_retry_scheduler_get_clock (scheduler)),
-                                         g_strcmp0 (format, "12h") == 0);
+  now = kaged_clock_get_wall_ms (kaged_retry_scheduler_get_clock (scheduler));
+
+  return kaged_retry_format_retry_after (next, now, g_strcmp0 (format, "12h") == 0);
 }

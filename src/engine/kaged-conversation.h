@@ -1,0 +1,28 @@
+/* kaged-conversation.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <gio/gio.h>
+
+#include "kaged-session-manager.h"
+
+G_BEGIN_DECLS
+
+#define KAGED_TYPE_CONVERSATION (kaged_conversation_get_type ())
+
+G_DECLARE_FINAL_TYPE (KagedConversation, kaged_conversation, KAGED, CONVERSATION, GObject)
+
+KagedConversation *kaged_conversation_new            (KagedSessionManager  *manager,
+                                                      gint64                session_id,
+                                                      GError              **error);
+gint64             kaged_conversation_get_session_id (KagedConversation    *self);
+GPtrArray         *kaged_conversation_list_versions  (KagedConversation    *self,
+                                                      gint64                anchor_id,
+                                                      GError              **error);
+gint64             kaged_conversation_get_anchor_id  (KagedConversation    *self,
+                                                      KagedMessage         *message);
+
+G_END_DECLS

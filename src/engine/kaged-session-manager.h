@@ -99,6 +99,11 @@ KagedReceipt        *kaged_session_manager_regenerate_for_retry
                                                              gint64                session_id,
                                                              gint64                operator_message_id,
                                                              GError              **error);
+KagedReceipt        *kaged_session_manager_edit             (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                operator_message_id,
+                                                             const char           *content,
+                                                             GError              **error);
 gboolean             kaged_session_manager_cancel           (KagedSessionManager  *self,
                                                              gint64                session_id,
                                                              gint64                run_id,

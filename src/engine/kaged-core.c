@@ -27,6 +27,9 @@ struct _KagedCore
   KagedSessionManager   *manager;
   KagedRetryCoordinator *coordinator;
   KagedCoreServer       *server;
+  /* gint64 session id → KagedConversation, unowned: each stays while
+   * someone holds it */
+  GHashTable            *conversations;
   char                  *api_url;
   char                  *api_error;
 
@@ -97,8 +100,45 @@ scheduler_added_cb (KagedRetryCoordinator *coordinator,
                     KagedCore             *self)
 {
   watch_scheduler (self, scheduler);
-  g_signal_emit (self, signals [RETRY_CHANGED], 0,
-                 kaged_retry_scheduler_get_session_id (scheduler));
+
+  /* A scheduler starts idle, which is no change; one that resumed a saved
+   * retry is. */
+  if (kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_IDLE)
+    g_signal_emit (self, signals [RETRY_CHANGED], 0,
+                   kaged_retry_scheduler_get_session_id (scheduler));
+}
+
+static void
+conversation_gone_cb (gpointer  data,
+                      GObject  *where_the_object_was)
+{
+  KagedCore *self = data;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->conversations);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      if (value == (gpointer)where_the_object_was)
+        {
+          g_hash_table_iter_remove (&iter);
+          break;
+        }
+    }
+}
+
+static void
+forget_conversations (KagedCore *self)
+{
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->conversations);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      g_object_weak_unref (value, conversation_gone_cb, self);
+      g_hash_table_iter_remove (&iter);
+    }
 }
 
 static void
@@ -107,6 +147,7 @@ kaged_core_dispose (GObject *object)
   KagedCore *self = (KagedCore *)object;
 
   kaged_core_shutdown (self);
+  forget_conversations (self);
 
   if (self->coordinator != NULL)
     g_signal_handlers_disconnect_by_data (self->coordinator, self);
@@ -128,6 +169,7 @@ kaged_core_finalize (GObject *object)
 {
   KagedCore *self = (KagedCore *)object;
 
+  g_clear_pointer (&self->conversations, g_hash_table_unref);
   g_clear_pointer (&self->api_url, g_free);
   g_clear_pointer (&self->api_error, g_free);
 
@@ -189,6 +231,7 @@ kaged_core_class_init (KagedCoreClass *klass)
 static void
 kaged_core_init (KagedCore *self)
 {
+  self->conversations = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
 }
 
 /**
@@ -536,6 +579,40 @@ kaged_core_cancel_run (KagedCore  *self,
   g_return_val_if_fail (KAGED_IS_CORE (self), FALSE);
 
   return kaged_session_manager_cancel (self->manager, session_id, run_id, error);
+}
+
+/**
+ * kaged_core_open_conversation:
+ *
+ * The read model of a session: its current messages in conversation
+ * order, updated in place as replies stream. There is one per session
+ * while anyone holds it; every caller shares it.
+ *
+ * Returns: (transfer full): the conversation, or %NULL with @error set
+ *   (%KAGED_ENGINE_ERROR_NOT_FOUND when there is no such session)
+ */
+KagedConversation *
+kaged_core_open_conversation (KagedCore  *self,
+                              gint64      session_id,
+                              GError    **error)
+{
+  KagedConversation *conversation;
+
+  g_return_val_if_fail (KAGED_IS_CORE (self), NULL);
+
+  conversation = g_hash_table_lookup (self->conversations, &session_id);
+  if (conversation != NULL)
+    return g_object_ref (conversation);
+
+  conversation = kaged_conversation_new (self->manager, session_id, error);
+  if (conversation == NULL)
+    return NULL;
+
+  g_hash_table_insert (self->conversations, g_memdup2 (&session_id, sizeof session_id),
+                       conversation);
+  g_object_weak_ref (G_OBJECT (conversation), conversation_gone_cb, self);
+
+  return conversation;
 }
 
 /**

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "kaged-clock.h"
+#include "kaged-conversation.h"
 #include "kaged-core-server.h"
 #include "kaged-keyring.h"
 #include "kaged-profile.h"
@@ -103,6 +104,9 @@ KagedReceipt          *kaged_core_regenerate_anchor  (KagedCore       *self,
 gboolean               kaged_core_cancel_run         (KagedCore       *self,
                                                       gint64           session_id,
                                                       gint64           run_id,
+                                                      GError         **error);
+KagedConversation     *kaged_core_open_conversation  (KagedCore       *self,
+                                                      gint64           session_id,
                                                       GError         **error);
 KagedRetryScheduler   *kaged_core_lookup_retry       (KagedCore       *self,
                                                       gint64           session_id);

@@ -112,10 +112,10 @@ _kaged_session_state_cancel_active (KagedSessionManager *self,
     _kaged_run_state_finish (state, NULL);
 }
 
-static gboolean
-check_content (KagedSessionManager  *self,
-               const char           *content,
-               GError              **error)
+gboolean
+_kaged_session_manager_check_content (KagedSessionManager  *self,
+                                      const char           *content,
+                                      GError              **error)
 {
   gsize len = content != NULL ? strlen (content) : 0;
 
@@ -184,11 +184,11 @@ session_state_can_dispatch (KagedSessionManager *self,
   return session->active == NULL && g_queue_is_empty (&session->queue) && !self->shutting_down;
 }
 
-static KagedReceipt *
-enqueue_run (KagedSessionManager *self,
-             KagedSessionEntry   *session,
-             KagedRun            *run,
-             gint64               message_id)
+KagedReceipt *
+_kaged_session_manager_enqueue_run (KagedSessionManager *self,
+                                    KagedSessionEntry   *session,
+                                    KagedRun            *run,
+                                    gint64               message_id)
 {
   g_signal_emit (self, _kaged_session_manager_signals [RUN_CHANGED], 0, run);
 
@@ -258,12 +258,14 @@ kaged_session_manager_post (KagedSessionManager  *self,
 
   g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), NULL);
 
-  if (!check_content (self, content, error))
+  if (!_kaged_session_manager_check_content (self, content, error))
     return NULL;
 
   session = get_session (self, session_id, error);
   if (session == NULL)
     return NULL;
+
+  g_signal_emit (self, _kaged_session_manager_signals [OPERATOR_REQUEST], 0, session_id);
 
   message = kaged_message_new ();
   kaged_message_set_session_id (message, session_id);
@@ -295,7 +297,7 @@ kaged_session_manager_post (KagedSessionManager  *self,
   if (write.start == NULL)
     {
       g_signal_emit (self, _kaged_session_manager_signals [MESSAGE_ADDED], 0, message);
-      return enqueue_run (self, state, run, kaged_message_get_id (message));
+      return _kaged_session_manager_enqueue_run (self, state, run, kaged_message_get_id (message));
     }
 
   receipt = receipt_new (state, run, kaged_message_get_id (message),
@@ -363,23 +365,12 @@ regenerate_in_transaction (KagedStore  *store,
                                       kaged_run_get_id (run), &write->superseded, error);
 }
 
-/**
- * kaged_session_manager_regenerate:
- * @operator_message_id: the operator message to answer again
- *
- * Supersedes every current message after the operator message (kept, not
- * deleted), drops queued runs and cancels the active run from that message
- * on, and starts a fresh run from its content. No operator message is
- * created or changed.
- *
- * Returns: (transfer full): the receipt with the superseded message ids, or
- *   %NULL with @error set and nothing changed
- */
-KagedReceipt *
-kaged_session_manager_regenerate (KagedSessionManager  *self,
-                                  gint64                session_id,
-                                  gint64                operator_message_id,
-                                  GError              **error)
+static KagedReceipt *
+regenerate (KagedSessionManager  *self,
+            gint64                session_id,
+            gint64                operator_message_id,
+            gboolean              for_retry,
+            GError              **error)
 {
   g_autoptr(KagedSession) session = NULL;
   g_autoptr(KagedMessage) anchor = NULL;
@@ -415,6 +406,9 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
                            _("This message belongs to an earlier version of the conversation"));
       return NULL;
     }
+
+  if (!for_retry)
+    g_signal_emit (self, _kaged_session_manager_signals [OPERATOR_REQUEST], 0, session_id);
 
   state = _kaged_session_manager_get_session_state (self, session_id);
   dropped = g_ptr_array_new_with_free_func (g_object_unref);
@@ -470,11 +464,50 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
 
   superseded = g_steal_pointer (&write.superseded);
 
-  receipt = enqueue_run (self, state, run, operator_message_id);
+  receipt = _kaged_session_manager_enqueue_run (self, state, run, operator_message_id);
   if (superseded != NULL)
     g_array_append_vals (receipt->superseded_message_ids, superseded->data, superseded->len);
 
   return receipt;
+}
+
+/**
+ * kaged_session_manager_regenerate:
+ * @operator_message_id: the operator message to answer again
+ *
+ * Supersedes every current message after the operator message (kept, not
+ * deleted), drops queued runs and cancels the active run from that message
+ * on, and starts a fresh run from its content. No operator message is
+ * created or changed.
+ *
+ * Returns: (transfer full): the receipt with the superseded message ids, or
+ *   %NULL with @error set and nothing changed
+ */
+KagedReceipt *
+kaged_session_manager_regenerate (KagedSessionManager  *self,
+                                  gint64                session_id,
+                                  gint64                operator_message_id,
+                                  GError              **error)
+{
+  return regenerate (self, session_id, operator_message_id, FALSE, error);
+}
+
+/**
+ * kaged_session_manager_regenerate_for_retry:
+ *
+ * The regenerate Tier 2 makes when its wait is over: the same as
+ * kaged_session_manager_regenerate(), without ::operator-request.
+ *
+ * Returns: (transfer full): the receipt, or %NULL with @error set and
+ *   nothing changed
+ */
+KagedReceipt *
+kaged_session_manager_regenerate_for_retry (KagedSessionManager  *self,
+                                            gint64                session_id,
+                                            gint64                operator_message_id,
+                                            GError              **error)
+{
+  return regenerate (self, session_id, operator_message_id, TRUE, error);
 }
 
 /**

@@ -1404,10 +1404,20 @@ test_check (Fixture       *fixture,
 
   /* Damage a page of messages in the middle of the file: opening does not
    * read it, the check does. */
+  {
+    sqlite3 *db = raw_open (fixture->path);
+
+    /* A page of the messages table itself, halfway through its pages. */
+    middle = (gsize)(raw_int (db, "SELECT pageno FROM dbstat WHERE name = 'messages' "
+                                  "AND pagetype = 'leaf' ORDER BY pageno "
+                                  "LIMIT 1 OFFSET (SELECT count (*) / 2 FROM dbstat "
+                                  "WHERE name = 'messages' AND pagetype = 'leaf')") - 1) * 4096;
+    sqlite3_close (db);
+  }
   g_file_get_contents (fixture->path, &contents, &length, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (length, >, 100 * 4096);
-  middle = (length / 2) & ~(gsize)4095;
+  g_assert_cmpuint (middle, <, length);
   memset (contents + middle, 0x5A, 4096);
   g_file_set_contents (fixture->path, contents, length, &error);
   g_assert_no_error (error);

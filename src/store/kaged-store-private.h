@@ -211,6 +211,8 @@ gboolean        _kaged_store_get_message_info (KagedStore             *self,
 gboolean        _kaged_store_read_version (KagedStore  *self,
                                            gint64      *version,
                                            GError     **error);
+extern const char _kaged_store_schema_v5[];
+
 gboolean        _kaged_store_migrate (KagedStore  *self,
                                       gint64       version,
                                       GError     **error);

@@ -181,7 +181,8 @@ static const char schema_v4[] =
   "WHERE r.id = retry_states.seen_run_id AND r.status = 'failed'\n"
   "  AND r.anchor_id = retry_states.anchor_id;\n";
 
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 4);
+/* Version 5: the search index, in kaged-store-search.c. */
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 5);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -314,6 +315,11 @@ _kaged_store_migrate (KagedStore  *self,
 
     case 3:
       if (!migrate_step (self, 4, schema_v4, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 4:
+      if (!migrate_step (self, 5, _kaged_store_schema_v5, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

@@ -9,32 +9,43 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-composer.h"
 #include "kaged-retry-banner.h"
+#include "kaged-session-list.h"
+#include "kaged-session-row.h"
 #include "kaged-window.h"
+#include "kaged-window-private.h"
 
 /**
  * KagedWindow:
  *
- * The main window: a header bar with the primary menu above the
- * conversation area. Its size and maximized state are kept in GSettings.
+ * The main window: the conversations in a sidebar beside the one shown,
+ * its messages, its Tier 2 retry banner and the composer. On a narrow
+ * window the sidebar and the conversation take turns. Its size and
+ * maximized state are kept in GSettings.
  */
-struct _KagedWindow
-{
-  AdwApplicationWindow parent_instance;
-
-  GSettings *settings;
-  KagedCore *core;
-  gint64 session_id;
-  gulong session_changed_id;
-
-  /* Template children */
-  AdwHeaderBar *header_bar;
-  GtkMenuButton *primary_menu_button;
-  KagedRetryBanner *retry_banner;
-  AdwStatusPage *empty_page;
-};
 
 G_DEFINE_FINAL_TYPE (KagedWindow, kaged_window, ADW_TYPE_APPLICATION_WINDOW)
+
+/* ---------------------------------------------------------------------------
+ * What runs behind the window
+ * ------------------------------------------------------------------------- */
+
+KagedSessionManager *
+kaged_window_get_manager (KagedWindow *self)
+{
+  return self->core != NULL ? kaged_core_get_manager (self->core) : NULL;
+}
+
+static KagedRetryCoordinator *
+get_coordinator (KagedWindow *self)
+{
+  return self->core != NULL ? kaged_core_get_coordinator (self->core) : NULL;
+}
+
+/* ---------------------------------------------------------------------------
+ * State
+ * ------------------------------------------------------------------------- */
 
 static void
 kaged_window_restore_state (KagedWindow *self)
@@ -69,12 +80,467 @@ kaged_window_save_state (KagedWindow *self)
   g_settings_apply (self->settings);
 }
 
+void
+kaged_window_toast (KagedWindow *self,
+                    const char  *title)
+{
+  AdwToast *toast = adw_toast_new (title);
+
+  adw_toast_set_timeout (toast, 5);
+  adw_toast_overlay_add_toast (self->toast_overlay, toast);
+}
+
+/* ---------------------------------------------------------------------------
+ * The conversation shown
+ * ------------------------------------------------------------------------- */
+
+static void
+update_composer (KagedWindow *self)
+{
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  gboolean running = FALSE;
+
+  if (manager != NULL && self->session_id > 0)
+    running = kaged_session_manager_is_busy (manager, self->session_id);
+
+  kaged_composer_set_running (self->composer, running);
+  kaged_composer_set_disabled_reason (self->composer,
+                                      manager == NULL
+                                        ? _("Conversations could not be opened")
+                                        : NULL);
+}
+
+static void
+update_content (KagedWindow *self)
+{
+  gboolean has_messages = self->conversation != NULL &&
+                          g_list_model_get_n_items (self->conversation) > 0;
+
+  gtk_stack_set_visible_child_name (self->content_stack,
+                                    has_messages ? "conversation" : "empty");
+}
+
+static void
+update_title (KagedWindow *self)
+{
+  KagedSession *session = NULL;
+  const char *title = NULL;
+
+  if (self->session_list != NULL && self->session_id > 0)
+    session = kaged_session_list_lookup (self->session_list, self->session_id);
+  if (session != NULL)
+    title = kaged_session_get_title (session);
+
+  adw_window_title_set_title (self->conversation_title,
+                              title != NULL && title[0] != '\0' ? title : _("New Conversation"));
+}
+
+static void
+select_shown_session (KagedWindow *self)
+{
+  guint position = GTK_INVALID_LIST_POSITION;
+
+  if (self->session_list == NULL)
+    return;
+
+  if (self->session_id <= 0 ||
+      !kaged_session_list_find (self->session_list, self->session_id, &position))
+    position = GTK_INVALID_LIST_POSITION;
+
+  if (gtk_single_selection_get_selected (self->session_selection) != position)
+    gtk_single_selection_set_selected (self->session_selection, position);
+}
+
+static void
+conversation_items_changed_cb (KagedWindow *self,
+                               guint        position,
+                               guint        removed,
+                               guint        added,
+                               GListModel  *model)
+{
+  update_content (self);
+  kaged_window_follow_end (self);
+}
+
+static void
+set_conversation (KagedWindow *self,
+                  GListModel  *conversation)
+{
+  if (self->conversation != NULL)
+    g_signal_handlers_disconnect_by_data (self->conversation, self);
+  g_set_object (&self->conversation, conversation);
+
+  g_clear_object (&self->message_selection);
+  if (conversation != NULL)
+    {
+      g_signal_connect_object (conversation, "items-changed",
+                               G_CALLBACK (conversation_items_changed_cb), self,
+                               G_CONNECT_SWAPPED | G_CONNECT_AFTER);
+      self->message_selection = GTK_SELECTION_MODEL (gtk_no_selection_new (g_object_ref (conversation)));
+    }
+  gtk_list_view_set_model (self->message_view, self->message_selection);
+}
+
+/**
+ * kaged_window_show_session:
+ * @session_id: the session to show, or 0 for a new conversation
+ *
+ * Makes @session_id the window's session: its messages, its composer and
+ * its pending retry, if any, in the banner.
+ */
+void
+kaged_window_show_session (KagedWindow *self,
+                           gint64       session_id)
+{
+  g_autoptr(GListModel) conversation = NULL;
+  KagedRetryScheduler *scheduler = NULL;
+  KagedRetryCoordinator *coordinator;
+
+  g_return_if_fail (KAGED_IS_WINDOW (self));
+
+  self->session_id = MAX (session_id, 0);
+  g_hash_table_remove_all (self->queued);
+
+  coordinator = get_coordinator (self);
+  if (coordinator != NULL && self->session_id > 0)
+    scheduler = kaged_retry_coordinator_get_scheduler (coordinator, self->session_id);
+  kaged_retry_banner_set_scheduler (self->retry_banner, scheduler);
+
+  if (self->session_id > 0 && kaged_window_get_manager (self) != NULL)
+    conversation = kaged_window_open_conversation (self, self->session_id);
+  set_conversation (self, conversation);
+
+  self->follow_end = TRUE;
+  gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
+
+  update_title (self);
+  update_content (self);
+  update_composer (self);
+  select_shown_session (self);
+  kaged_window_follow_end (self);
+}
+
+/**
+ * kaged_window_get_session_id:
+ *
+ * Returns: the session the window shows, or 0 for none
+ */
+gint64
+kaged_window_get_session_id (KagedWindow *self)
+{
+  g_return_val_if_fail (KAGED_IS_WINDOW (self), 0);
+
+  return self->session_id;
+}
+
+/* ---------------------------------------------------------------------------
+ * Following the end of the conversation
+ * ------------------------------------------------------------------------- */
+
+#define AT_END_SLACK 48.0
+
+static gboolean
+is_at_end (GtkAdjustment *adjustment)
+{
+  return gtk_adjustment_get_value (adjustment) + gtk_adjustment_get_page_size (adjustment) >=
+         gtk_adjustment_get_upper (adjustment) - AT_END_SLACK;
+}
+
+static gboolean
+scroll_to_end_cb (gpointer user_data)
+{
+  KagedWindow *self = user_data;
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (self->scroller);
+
+  self->scroll_source = 0;
+
+  if (self->follow_end)
+    {
+      self->scrolling = TRUE;
+      gtk_adjustment_set_value (adjustment,
+                                gtk_adjustment_get_upper (adjustment) -
+                                gtk_adjustment_get_page_size (adjustment));
+      self->scrolling = FALSE;
+    }
+
+  return G_SOURCE_REMOVE;
+}
+
+/**
+ * kaged_window_follow_end:
+ *
+ * Keeps the end of the conversation in view, unless the user scrolled up.
+ */
+void
+kaged_window_follow_end (KagedWindow *self)
+{
+  if (self->follow_end && self->scroll_source == 0)
+    self->scroll_source = g_idle_add_full (G_PRIORITY_HIGH_IDLE + 20, scroll_to_end_cb, self, NULL);
+}
+
+static void
+vadjustment_value_changed_cb (KagedWindow   *self,
+                              GtkAdjustment *adjustment)
+{
+  if (self->scrolling)
+    return;
+
+  self->follow_end = is_at_end (adjustment);
+  gtk_revealer_set_reveal_child (self->jump_revealer, !self->follow_end);
+}
+
+static void
+vadjustment_bounds_changed_cb (KagedWindow   *self,
+                               GParamSpec    *pspec,
+                               GtkAdjustment *adjustment)
+{
+  if (self->follow_end)
+    kaged_window_follow_end (self);
+}
+
+static void
+jump_to_bottom_action (GtkWidget  *widget,
+                       const char *action_name,
+                       GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+
+  self->follow_end = TRUE;
+  gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
+  scroll_to_end_cb (self);
+  kaged_window_follow_end (self);
+  kaged_composer_focus (self->composer);
+}
+
+/* ---------------------------------------------------------------------------
+ * Posting and stopping
+ * ------------------------------------------------------------------------- */
+
+static void
+composer_send_cb (KagedWindow   *self,
+                  const char    *text,
+                  KagedComposer *composer)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+
+  if (manager == NULL)
+    return;
+
+  if (self->session_id <= 0)
+    {
+      g_autoptr(KagedSession) session = NULL;
+
+      session = kaged_core_create_session (self->core, NULL, &error);
+      if (session == NULL)
+        {
+          kaged_window_toast (self, error->message);
+          return;
+        }
+      kaged_window_show_session (self, kaged_session_get_id (session));
+    }
+
+  receipt = kaged_window_post (self, self->session_id, text, &error);
+  if (receipt == NULL)
+    {
+      /* The text stays in the composer, to be shortened or sent again. */
+      kaged_window_toast (self, error->message);
+      return;
+    }
+
+  if (receipt->status == KAGED_RECEIPT_STATUS_QUEUED)
+    kaged_window_mark_queued (self, receipt->message_id, receipt->run_id);
+
+  kaged_composer_clear (composer);
+  self->follow_end = TRUE;
+  gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
+  kaged_window_follow_end (self);
+  update_composer (self);
+}
+
+static void
+composer_stop_cb (KagedWindow   *self,
+                  KagedComposer *composer)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!kaged_window_stop (self, &error))
+    kaged_window_toast (self, error->message);
+}
+
+/* ---------------------------------------------------------------------------
+ * The engine's news
+ * ------------------------------------------------------------------------- */
+
+static void
+session_changed_cb (KagedSessionManager *manager,
+                    KagedSession        *session,
+                    KagedWindow         *self)
+{
+  /* With no conversation shown yet, the first one to start shows. */
+  if (self->session_id == 0 && !self->drafting)
+    {
+      kaged_window_show_session (self, kaged_session_get_id (session));
+      return;
+    }
+
+  if (kaged_session_get_id (session) == self->session_id)
+    {
+      update_title (self);
+      update_composer (self);
+    }
+}
+
+static void
+run_changed_cb (KagedSessionManager *manager,
+                KagedRun            *run,
+                KagedWindow         *self)
+{
+  if (kaged_run_get_session_id (run) != self->session_id)
+    return;
+
+  if (kaged_run_get_status (run) != KAGED_RUN_STATUS_QUEUED)
+    kaged_window_unmark_queued (self, kaged_run_get_anchor_id (run));
+  update_composer (self);
+}
+
+/* ---------------------------------------------------------------------------
+ * The sidebar
+ * ------------------------------------------------------------------------- */
+
+static void
+session_setup_cb (GtkSignalListItemFactory *factory,
+                  GtkListItem              *item,
+                  KagedWindow              *self)
+{
+  gtk_list_item_set_child (item, kaged_session_row_new (get_coordinator (self)));
+}
+
+static void
+session_bind_cb (GtkSignalListItemFactory *factory,
+                 GtkListItem              *item,
+                 KagedWindow              *self)
+{
+  kaged_session_row_set_session (KAGED_SESSION_ROW (gtk_list_item_get_child (item)),
+                                 gtk_list_item_get_item (item));
+}
+
+static void
+session_unbind_cb (GtkSignalListItemFactory *factory,
+                   GtkListItem              *item,
+                   KagedWindow              *self)
+{
+  kaged_session_row_set_session (KAGED_SESSION_ROW (gtk_list_item_get_child (item)), NULL);
+}
+
+static void
+session_activate_cb (KagedWindow *self,
+                     guint        position,
+                     GtkListView *view)
+{
+  g_autoptr(KagedSession) session = NULL;
+
+  session = g_list_model_get_item (G_LIST_MODEL (self->session_selection), position);
+  if (session == NULL)
+    return;
+
+  self->drafting = FALSE;
+  if (kaged_session_get_id (session) != self->session_id)
+    kaged_window_show_session (self, kaged_session_get_id (session));
+  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
+  kaged_composer_focus (self->composer);
+}
+
+static void
+session_list_items_changed_cb (KagedWindow *self)
+{
+  select_shown_session (self);
+  update_title (self);
+}
+
+static void
+new_conversation_action (GtkWidget  *widget,
+                         const char *action_name,
+                         GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+
+  self->drafting = TRUE;
+  kaged_window_show_session (self, 0);
+  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
+  kaged_composer_focus (self->composer);
+}
+
+static void
+show_sidebar_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+
+  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_BACK);
+}
+
+static void
+rename_session_action (GtkWidget  *widget,
+                       const char *action_name,
+                       GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  const char *title = NULL;
+  gint64 session_id = 0;
+
+  g_variant_get (parameter, "(x&s)", &session_id, &title);
+
+  if (self->session_list == NULL)
+    return;
+
+  if (!kaged_session_list_rename (self->session_list, session_id, title, &error))
+    kaged_window_toast (self, error->message);
+}
+
+static void
+rename_shown_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+  GtkWidget *child;
+
+  /* The row of the shown conversation, among the rows on screen. */
+  for (child = gtk_widget_get_first_child (GTK_WIDGET (self->session_view));
+       child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (child);
+      KagedSession *session;
+
+      if (!KAGED_IS_SESSION_ROW (row))
+        continue;
+
+      session = kaged_session_row_get_session (KAGED_SESSION_ROW (row));
+      if (session != NULL && kaged_session_get_id (session) == self->session_id)
+        {
+          adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_BACK);
+          kaged_session_row_start_rename (KAGED_SESSION_ROW (row));
+          return;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------
+ * Set-up
+ * ------------------------------------------------------------------------- */
+
 static gboolean
 kaged_window_close_request (GtkWindow *window)
 {
   KagedWindow *self = KAGED_WINDOW (window);
 
   kaged_window_save_state (self);
+  kaged_window_finish_deletes (self);
 
   return GTK_WINDOW_CLASS (kaged_window_parent_class)->close_request (window);
 }
@@ -82,10 +548,20 @@ kaged_window_close_request (GtkWindow *window)
 static void
 kaged_window_disconnect_core (KagedWindow *self)
 {
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+
   if (self->core == NULL)
     return;
 
-  g_clear_signal_handler (&self->session_changed_id, kaged_core_get_manager (self->core));
+  kaged_window_finish_deletes (self);
+  if (manager != NULL)
+    g_signal_handlers_disconnect_by_data (manager, self);
+  if (self->session_list != NULL)
+    g_signal_handlers_disconnect_by_data (self->session_list, self);
+
+  gtk_single_selection_set_model (self->session_selection, NULL);
+  g_clear_object (&self->session_list);
+  set_conversation (self, NULL);
   g_clear_object (&self->core);
 }
 
@@ -95,6 +571,9 @@ kaged_window_dispose (GObject *object)
   KagedWindow *self = KAGED_WINDOW (object);
 
   kaged_window_disconnect_core (self);
+  kaged_window_search_dispose (self);
+  g_clear_handle_id (&self->scroll_source, g_source_remove);
+  g_clear_object (&self->message_selection);
 
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_WINDOW);
 
@@ -107,6 +586,9 @@ kaged_window_finalize (GObject *object)
   KagedWindow *self = KAGED_WINDOW (object);
 
   g_clear_object (&self->settings);
+  g_clear_object (&self->session_selection);
+  g_clear_pointer (&self->queued, g_hash_table_unref);
+  g_clear_pointer (&self->deleting, g_hash_table_unref);
 
   G_OBJECT_CLASS (kaged_window_parent_class)->finalize (object);
 }
@@ -119,6 +601,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
 
   g_type_ensure (KAGED_TYPE_RETRY_BANNER);
+  g_type_ensure (KAGED_TYPE_COMPOSER);
 
   object_class->dispose = kaged_window_dispose;
   object_class->finalize = kaged_window_finalize;
@@ -126,18 +609,55 @@ kaged_window_class_init (KagedWindowClass *klass)
   window_class->close_request = kaged_window_close_request;
 
   gtk_widget_class_set_template_from_resource (widget_class, APPLICATION_PATH "/kaged-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, toast_overlay);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, leaflet);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, new_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, search_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, search_bar);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, search_entry);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, sidebar_stack);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, session_view);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, results_view);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, header_bar);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, conversation_title);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, primary_menu_button);
-  gtk_widget_class_bind_template_child (widget_class, KagedWindow, retry_banner);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, content_stack);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, empty_page);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, scroller);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, message_view);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, jump_revealer);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, retry_banner);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, composer);
+  gtk_widget_class_bind_template_callback (widget_class, composer_send_cb);
+  gtk_widget_class_bind_template_callback (widget_class, composer_stop_cb);
+
+  gtk_widget_class_install_action (widget_class, "win.new-conversation", NULL,
+                                   new_conversation_action);
+  gtk_widget_class_install_action (widget_class, "win.show-sidebar", NULL, show_sidebar_action);
+  gtk_widget_class_install_action (widget_class, "win.jump-to-bottom", NULL,
+                                   jump_to_bottom_action);
+  gtk_widget_class_install_action (widget_class, "win.rename-conversation", NULL,
+                                   rename_shown_action);
+  gtk_widget_class_install_action (widget_class, "session.rename", "(xs)", rename_session_action);
+
+  kaged_window_class_init_messages (widget_class);
+  kaged_window_class_init_sessions (widget_class);
+  kaged_window_class_init_search (widget_class);
 
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_w, GDK_CONTROL_MASK,
                                        "window.close", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_n, GDK_CONTROL_MASK,
+                                       "win.new-conversation", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F2, 0,
+                                       "win.rename-conversation", NULL);
 }
 
 static void
 kaged_window_init (KagedWindow *self)
 {
+  GtkListItemFactory *factory;
+  GtkAdjustment *vadjustment;
+
   gtk_widget_init_template (GTK_WIDGET (self));
 
 #if DEVELOPMENT_BUILD
@@ -145,8 +665,42 @@ kaged_window_init (KagedWindow *self)
   gtk_window_set_title (GTK_WINDOW (self), _("Kaged (Development)"));
 #endif
 
+  self->queued = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  self->deleting = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  self->follow_end = TRUE;
+
+  self->session_selection = gtk_single_selection_new (NULL);
+  gtk_single_selection_set_autoselect (self->session_selection, FALSE);
+  gtk_single_selection_set_can_unselect (self->session_selection, TRUE);
+  gtk_list_view_set_model (self->session_view, GTK_SELECTION_MODEL (self->session_selection));
+
+  factory = gtk_signal_list_item_factory_new ();
+  g_signal_connect (factory, "setup", G_CALLBACK (session_setup_cb), self);
+  g_signal_connect (factory, "bind", G_CALLBACK (session_bind_cb), self);
+  g_signal_connect (factory, "unbind", G_CALLBACK (session_unbind_cb), self);
+  gtk_list_view_set_factory (self->session_view, factory);
+  g_object_unref (factory);
+  g_signal_connect_swapped (self->session_view, "activate", G_CALLBACK (session_activate_cb), self);
+
+  factory = kaged_window_message_factory_new (self);
+  gtk_list_view_set_factory (self->message_view, factory);
+  g_object_unref (factory);
+
+  vadjustment = gtk_scrolled_window_get_vadjustment (self->scroller);
+  g_signal_connect_object (vadjustment, "value-changed",
+                           G_CALLBACK (vadjustment_value_changed_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (vadjustment, "notify::upper",
+                           G_CALLBACK (vadjustment_bounds_changed_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (vadjustment, "notify::page-size",
+                           G_CALLBACK (vadjustment_bounds_changed_cb), self, G_CONNECT_SWAPPED);
+
+  kaged_window_init_search (self);
+
   self->settings = g_settings_new (BASE_APPLICATION_ID);
   kaged_window_restore_state (self);
+
+  update_content (self);
+  update_composer (self);
 }
 
 /**
@@ -166,53 +720,6 @@ kaged_window_new (GtkApplication *application)
 }
 
 /**
- * kaged_window_show_session:
- * @session_id: the session to show
- *
- * Makes @session_id the window's session: its pending retry, if any, is
- * the one the banner shows.
- */
-void
-kaged_window_show_session (KagedWindow *self,
-                           gint64       session_id)
-{
-  KagedRetryScheduler *scheduler = NULL;
-
-  g_return_if_fail (KAGED_IS_WINDOW (self));
-
-  self->session_id = session_id;
-
-  if (self->core != NULL && kaged_core_get_coordinator (self->core) != NULL && session_id > 0)
-    scheduler = kaged_retry_coordinator_get_scheduler (kaged_core_get_coordinator (self->core),
-                                                       session_id);
-
-  kaged_retry_banner_set_scheduler (self->retry_banner, scheduler);
-}
-
-/**
- * kaged_window_get_session_id:
- *
- * Returns: the session the window shows, or 0 for none
- */
-gint64
-kaged_window_get_session_id (KagedWindow *self)
-{
-  g_return_val_if_fail (KAGED_IS_WINDOW (self), 0);
-
-  return self->session_id;
-}
-
-/* With no session shown yet, the first one to start shows. */
-static void
-session_changed_cb (KagedSessionManager *manager,
-                    KagedSession        *session,
-                    KagedWindow         *self)
-{
-  if (self->session_id == 0)
-    kaged_window_show_session (self, kaged_session_get_id (session));
-}
-
-/**
  * kaged_window_set_core:
  * @core: (nullable): the engine behind the window
  *
@@ -223,7 +730,7 @@ void
 kaged_window_set_core (KagedWindow *self,
                        KagedCore   *core)
 {
-  g_autoptr(GPtrArray) sessions = NULL;
+  KagedSessionManager *manager;
   gint64 session_id = 0;
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
@@ -234,18 +741,28 @@ kaged_window_set_core (KagedWindow *self,
 
   if (core == NULL)
     {
-      kaged_retry_banner_set_scheduler (self->retry_banner, NULL);
+      kaged_window_show_session (self, 0);
       return;
     }
 
   self->core = g_object_ref (core);
-  self->session_changed_id = g_signal_connect (kaged_core_get_manager (core),
-                                               "session-changed",
-                                               G_CALLBACK (session_changed_cb), self);
+  manager = kaged_window_get_manager (self);
 
-  sessions = kaged_store_list_sessions (kaged_core_get_store (core), NULL);
-  if (sessions != NULL && sessions->len > 0)
-    session_id = kaged_session_get_id (g_ptr_array_index (sessions, 0));
+  g_signal_connect (manager, "session-changed", G_CALLBACK (session_changed_cb), self);
+  g_signal_connect (manager, "run-changed", G_CALLBACK (run_changed_cb), self);
+
+  self->session_list = kaged_session_list_new (manager);
+  g_signal_connect_object (self->session_list, "items-changed",
+                           G_CALLBACK (session_list_items_changed_cb), self,
+                           G_CONNECT_SWAPPED | G_CONNECT_AFTER);
+  gtk_single_selection_set_model (self->session_selection, G_LIST_MODEL (self->session_list));
+
+  if (g_list_model_get_n_items (G_LIST_MODEL (self->session_list)) > 0)
+    {
+      g_autoptr(KagedSession) newest = g_list_model_get_item (G_LIST_MODEL (self->session_list), 0);
+
+      session_id = kaged_session_get_id (newest);
+    }
 
   kaged_window_show_session (self, session_id);
 }

@@ -21,5 +21,7 @@ void         kaged_window_set_core             (KagedWindow    *self,
 void         kaged_window_show_session         (KagedWindow    *self,
                                                 gint64          session_id);
 gint64       kaged_window_get_session_id       (KagedWindow    *self);
+void         kaged_window_delete_session       (KagedWindow    *self,
+                                                gint64          session_id);
 
 G_END_DECLS

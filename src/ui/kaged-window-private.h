@@ -1,0 +1,91 @@
+/* kaged-window-private.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <adwaita.h>
+
+#include "kaged-composer.h"
+#include "kaged-core.h"
+#include "kaged-retry-banner.h"
+#include "kaged-session-list.h"
+#include "kaged-window.h"
+
+G_BEGIN_DECLS
+
+struct _KagedWindow
+{
+  AdwApplicationWindow  parent_instance;
+
+  GSettings            *settings;
+  KagedCore            *core;
+  KagedSessionList     *session_list;
+  GtkSingleSelection   *session_selection;
+  GListModel           *conversation;
+  GtkSelectionModel    *message_selection;
+  GHashTable           *queued;     /* gint64 operator message ids waiting their turn */
+  GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
+  gint64                session_id;
+  guint                 scroll_source;
+  guint                 search_source;
+  guint                 follow_end : 1;
+  guint                 scrolling : 1;
+  guint                 drafting : 1;
+
+  /* Template children */
+  AdwToastOverlay      *toast_overlay;
+  AdwLeaflet           *leaflet;
+  GtkButton            *new_button;
+  GtkToggleButton      *search_button;
+  GtkSearchBar         *search_bar;
+  GtkSearchEntry       *search_entry;
+  GtkStack             *sidebar_stack;
+  GtkListView          *session_view;
+  GtkListBox           *results_view;
+  AdwHeaderBar         *header_bar;
+  AdwWindowTitle       *conversation_title;
+  GtkMenuButton        *primary_menu_button;
+  GtkStack             *content_stack;
+  AdwStatusPage        *empty_page;
+  GtkScrolledWindow    *scroller;
+  GtkListView          *message_view;
+  GtkRevealer          *jump_revealer;
+  KagedRetryBanner     *retry_banner;
+  KagedComposer        *composer;
+};
+
+/* kaged-window.c */
+KagedSessionManager *kaged_window_get_manager          (KagedWindow      *self);
+void                 kaged_window_toast                (KagedWindow      *self,
+                                                        const char       *title);
+void                 kaged_window_follow_end           (KagedWindow      *self);
+
+/* kaged-window-messages.c: the conversation and what is done to it */
+void                 kaged_window_class_init_messages  (GtkWidgetClass   *widget_class);
+GtkListItemFactory  *kaged_window_message_factory_new  (KagedWindow      *self);
+GListModel          *kaged_window_open_conversation    (KagedWindow      *self,
+                                                        gint64            session_id);
+KagedReceipt        *kaged_window_post                 (KagedWindow      *self,
+                                                        gint64            session_id,
+                                                        const char       *content,
+                                                        GError          **error);
+gboolean             kaged_window_stop                 (KagedWindow      *self,
+                                                        GError          **error);
+void                 kaged_window_mark_queued          (KagedWindow      *self,
+                                                        gint64            message_id,
+                                                        gint64            run_id);
+void                 kaged_window_unmark_queued        (KagedWindow      *self,
+                                                        gint64            message_id);
+
+/* kaged-window-sessions.c: deleting conversations, with Undo */
+void                 kaged_window_class_init_sessions  (GtkWidgetClass   *widget_class);
+void                 kaged_window_finish_deletes       (KagedWindow      *self);
+
+/* kaged-window-search.c: searching titles and messages */
+void                 kaged_window_class_init_search    (GtkWidgetClass   *widget_class);
+void                 kaged_window_init_search          (KagedWindow      *self);
+void                 kaged_window_search_dispose       (KagedWindow      *self);
+
+G_END_DECLS

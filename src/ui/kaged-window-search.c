@@ -1,0 +1,176 @@
+/* kaged-window-search.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-window"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "kaged-store-search.h"
+#include "kaged-window-private.h"
+
+/*
+ * Search (Ctrl+F): titles and message text, from the store's full-text
+ * index, the matched words in bold. A result opens its conversation.
+ */
+
+#define MAX_RESULTS 50
+
+static GtkWidget *
+result_row_new (KagedWindow               *self,
+                const KagedStoreSearchHit *hit)
+{
+  g_autofree char *markup = kaged_store_search_markup (hit->text);
+  GtkWidget *row = gtk_list_box_row_new ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *label = gtk_label_new (NULL);
+  KagedSession *session = NULL;
+  gint64 *session_id = g_new (gint64, 1);
+
+  *session_id = hit->session_id;
+  g_object_set_data_full (G_OBJECT (row), "kaged-session-id", session_id, g_free);
+
+  gtk_label_set_markup (GTK_LABEL (label), markup);
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_lines (GTK_LABEL (label), 3);
+  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+
+  if (hit->message_id > 0 && self->session_list != NULL)
+    session = kaged_session_list_lookup (self->session_list, hit->session_id);
+
+  if (session != NULL)
+    {
+      const char *title = kaged_session_get_title (session);
+      GtkWidget *caption = gtk_label_new (title != NULL && title[0] != '\0'
+                                            ? title : _("New Conversation"));
+
+      gtk_label_set_xalign (GTK_LABEL (caption), 0);
+      gtk_label_set_ellipsize (GTK_LABEL (caption), PANGO_ELLIPSIZE_END);
+      gtk_widget_add_css_class (caption, "caption");
+      gtk_widget_add_css_class (caption, "dim-label");
+      gtk_box_append (GTK_BOX (box), caption);
+    }
+
+  gtk_box_append (GTK_BOX (box), label);
+  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+
+  return row;
+}
+
+static void
+clear_results (KagedWindow *self)
+{
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->results_view))) != NULL)
+    gtk_list_box_remove (self->results_view, child);
+}
+
+static void
+run_search (KagedWindow *self)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) hits = NULL;
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  const char *query = gtk_editable_get_text (GTK_EDITABLE (self->search_entry));
+  guint n_shown = 0;
+
+  clear_results (self);
+
+  if (manager == NULL || query[0] == '\0' || !gtk_search_bar_get_search_mode (self->search_bar))
+    {
+      gtk_stack_set_visible_child_name (self->sidebar_stack, "sessions");
+      return;
+    }
+
+  hits = kaged_store_search (kaged_session_manager_get_store (manager), query, MAX_RESULTS, &error);
+  if (hits == NULL)
+    {
+      kaged_window_toast (self, error->message);
+      return;
+    }
+
+  for (guint i = 0; i < hits->len; i++)
+    {
+      const KagedStoreSearchHit *hit = g_ptr_array_index (hits, i);
+
+      /* Conversations waiting for their Undo stay out of sight. */
+      if (self->session_list != NULL && !kaged_session_list_find (self->session_list, hit->session_id, NULL))
+        continue;
+
+      gtk_list_box_append (self->results_view, result_row_new (self, hit));
+      n_shown++;
+    }
+
+  gtk_stack_set_visible_child_name (self->sidebar_stack, n_shown > 0 ? "results" : "no-results");
+}
+
+static void
+search_changed_cb (KagedWindow *self)
+{
+  run_search (self);
+}
+
+static void
+search_mode_cb (KagedWindow *self)
+{
+  if (!gtk_search_bar_get_search_mode (self->search_bar))
+    gtk_editable_set_text (GTK_EDITABLE (self->search_entry), "");
+  run_search (self);
+}
+
+static void
+result_activated_cb (KagedWindow   *self,
+                     GtkListBoxRow *row)
+{
+  gint64 *session_id = g_object_get_data (G_OBJECT (row), "kaged-session-id");
+
+  if (session_id == NULL)
+    return;
+
+  kaged_window_show_session (self, *session_id);
+  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
+}
+
+static void
+search_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+
+  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_BACK);
+  gtk_search_bar_set_search_mode (self->search_bar, TRUE);
+  gtk_widget_grab_focus (GTK_WIDGET (self->search_entry));
+}
+
+void
+kaged_window_init_search (KagedWindow *self)
+{
+  gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
+  g_signal_connect_object (self->search_entry, "search-changed",
+                           G_CALLBACK (search_changed_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->search_bar, "notify::search-mode-enabled",
+                           G_CALLBACK (search_mode_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->results_view, "row-activated",
+                           G_CALLBACK (result_activated_cb), self, G_CONNECT_SWAPPED);
+}
+
+void
+kaged_window_search_dispose (KagedWindow *self)
+{
+  g_clear_handle_id (&self->search_source, g_source_remove);
+}
+
+void
+kaged_window_class_init_search (GtkWidgetClass *widget_class)
+{
+  gtk_widget_class_install_action (widget_class, "win.search", NULL, search_action);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_f, GDK_CONTROL_MASK,
+                                       "win.search", NULL);
+}

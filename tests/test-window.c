@@ -1,0 +1,568 @@
+/* test-window.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * The chat window, driven as a person would: write in the composer, send,
+ * read the streamed reply, stop it, queue another, regenerate, edit,
+ * search, delete with Undo, against a fake provider on 127.0.0.1.
+ */
+
+#include "config.h"
+
+#include <adwaita.h>
+#include <glib/gstdio.h>
+
+#include "kaged-composer.h"
+#include "kaged-desktop.h"
+#include "kaged-fake-server.h"
+#include "kaged-message-row.h"
+#include "kaged-retry-banner.h"
+#include "kaged-session-list.h"
+#include "kaged-store-search.h"
+#include "kaged-window.h"
+
+#define REPLY "The sky is blue because air scatters short wavelengths most."
+
+typedef struct
+{
+  char            *dir;
+  char            *db_path;
+  GSettings       *settings;
+  KagedFakeServer *server;
+  KagedStore      *store;
+  GtkApplication  *application;
+  KagedCore       *core;
+  KagedDesktop    *desktop;
+  KagedWindow     *window;
+  KagedComposer   *composer;
+} Fixture;
+
+static GtkApplication *the_application;
+
+static void
+activate_cb (GApplication *application,
+             gpointer      user_data)
+{
+}
+
+static gpointer
+child (Fixture    *fixture,
+       const char *name)
+{
+  return (gpointer)gtk_widget_get_template_child (GTK_WIDGET (fixture->window), KAGED_TYPE_WINDOW, name);
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *url = NULL;
+  const char *scenario = data;
+
+  fixture->dir = g_dir_make_tmp (NULL, &error);
+  g_assert_no_error (error);
+  fixture->db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
+
+  fixture->server = kaged_fake_server_new (scenario, &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (fixture->server, 0, &error);
+  g_assert_no_error (error);
+  url = kaged_fake_server_get_url (fixture->server);
+
+  fixture->settings = g_settings_new (BASE_APPLICATION_ID);
+  g_settings_set_string (fixture->settings, "provider-kind", "openai");
+  g_settings_set_string (fixture->settings, "provider-base-url", url);
+  g_settings_set_string (fixture->settings, "provider-model", "test-model");
+
+  fixture->store = kaged_store_open (fixture->db_path, &error);
+  g_assert_no_error (error);
+
+  /* One application for the whole program: it stays registered on the bus. */
+  if (the_application == NULL)
+    {
+      the_application = gtk_application_new ("io.github.kaged.Kaged.WindowTest",
+                                             G_APPLICATION_NON_UNIQUE);
+      g_signal_connect (the_application, "activate", G_CALLBACK (activate_cb), NULL);
+      g_application_register (G_APPLICATION (the_application), NULL, &error);
+      g_assert_no_error (error);
+    }
+  fixture->application = g_object_ref (the_application);
+  fixture->core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_AUTO_RETRY);
+  fixture->desktop = kaged_desktop_new (G_APPLICATION (fixture->application), fixture->settings,
+                                        fixture->core, NULL);
+  kaged_core_start (fixture->core);
+
+  fixture->window = kaged_window_new (fixture->application);
+  g_object_add_weak_pointer (G_OBJECT (fixture->window), (gpointer *)&fixture->window);
+  kaged_window_set_core (fixture->window, fixture->core);
+  g_signal_connect_object (fixture->desktop, "show-session", G_CALLBACK (kaged_window_show_session),
+                           fixture->window, G_CONNECT_SWAPPED);
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
+  gtk_window_present (GTK_WINDOW (fixture->window));
+  fixture->composer = child (fixture, "composer");
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  if (fixture->window != NULL)
+    gtk_window_destroy (GTK_WINDOW (fixture->window));
+  kaged_desktop_shutdown (fixture->desktop);
+  for (guint i = 0; i < 50; i++)
+    g_main_context_iteration (NULL, FALSE);
+
+  g_settings_reset (fixture->settings, "provider-kind");
+  g_settings_reset (fixture->settings, "provider-base-url");
+  g_settings_reset (fixture->settings, "provider-model");
+
+  g_clear_object (&fixture->desktop);
+  g_clear_object (&fixture->core);
+  g_clear_object (&fixture->application);
+  g_clear_object (&fixture->store);
+  g_clear_object (&fixture->server);
+  g_clear_object (&fixture->settings);
+
+  dir = g_dir_open (fixture->dir, 0, NULL);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (fixture->dir, name, NULL);
+
+      g_unlink (path);
+    }
+  g_rmdir (fixture->dir);
+  g_clear_pointer (&fixture->dir, g_free);
+  g_clear_pointer (&fixture->db_path, g_free);
+}
+
+typedef gboolean (*Condition) (Fixture *fixture, gconstpointer data);
+
+static gboolean
+wait_for (Fixture       *fixture,
+          Condition      condition,
+          gconstpointer  data)
+{
+  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline && !condition (fixture, data))
+    g_main_context_iteration (NULL, FALSE);
+
+  return condition (fixture, data);
+}
+
+static GListModel *
+shown_messages (Fixture *fixture)
+{
+  GtkListView *view = child (fixture, "message_view");
+  GtkSelectionModel *model = gtk_list_view_get_model (view);
+
+  return model != NULL ? G_LIST_MODEL (model) : NULL;
+}
+
+static KagedMessage *
+shown_message (Fixture *fixture,
+               guint    position)
+{
+  GListModel *model = shown_messages (fixture);
+  g_autoptr(KagedMessage) message = NULL;
+
+  if (model == NULL || (message = g_list_model_get_item (model, position)) == NULL)
+    return NULL;
+
+  return message;
+}
+
+static guint
+n_shown (Fixture *fixture)
+{
+  GListModel *model = shown_messages (fixture);
+
+  return model != NULL ? g_list_model_get_n_items (model) : 0;
+}
+
+/* Whether a label on screen, inside @widget, reads @text. */
+static gboolean
+label_shows (GtkWidget  *widget,
+             const char *text)
+{
+  if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
+      strstr (gtk_label_get_text (GTK_LABEL (widget)), text) != NULL)
+    return TRUE;
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    if (label_shows (c, text))
+      return TRUE;
+
+  return FALSE;
+}
+
+/* The row on screen showing the message @message_id. */
+static KagedMessageRow *
+row_of (Fixture *fixture,
+        gint64   message_id)
+{
+  GtkWidget *view = child (fixture, "message_view");
+
+  for (GtkWidget *item = gtk_widget_get_first_child (view); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row) &&
+          kaged_message_row_get_message (KAGED_MESSAGE_ROW (row)) != NULL &&
+          kaged_message_get_id (kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))) == message_id)
+        return KAGED_MESSAGE_ROW (row);
+    }
+
+  return NULL;
+}
+
+static gboolean
+reply_complete (Fixture       *fixture,
+                gconstpointer  data)
+{
+  guint position = GPOINTER_TO_UINT (data);
+  KagedMessage *message = shown_message (fixture, position);
+
+  return message != NULL &&
+         kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT &&
+         kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_COMPLETE;
+}
+
+static gboolean
+reply_on_screen (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  return label_shows (child (fixture, "message_view"), data);
+}
+
+static gboolean
+composer_running (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  return kaged_composer_get_running (fixture->composer) == GPOINTER_TO_INT (data);
+}
+
+static gboolean
+reply_streaming (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  KagedMessage *message = shown_message (fixture, GPOINTER_TO_UINT (data));
+
+  return message != NULL &&
+         kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_STREAMING &&
+         kaged_message_get_content (message)[0] != '\0';
+}
+
+static void
+send (Fixture    *fixture,
+      const char *text)
+{
+  kaged_composer_set_text (fixture->composer, text);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->composer), "composer.send", NULL));
+}
+
+static void
+test_send_shows_reply (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autofree char *left = NULL;
+  GtkStack *content_stack = child (fixture, "content_stack");
+  KagedSessionList *list;
+
+  /* First run: nothing yet, the empty state says what to do. */
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+  g_assert_cmpstr (gtk_stack_get_visible_child_name (content_stack), ==, "empty");
+
+  send (fixture, "Why is the sky blue?");
+  left = kaged_composer_dup_text (fixture->composer);
+  g_assert_cmpstr (left, ==, "");
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), >, 0);
+  g_assert_cmpstr (gtk_stack_get_visible_child_name (content_stack), ==, "conversation");
+
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 1)), ==, REPLY);
+  g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  /* The sidebar has it, titled from the question, and selected. */
+  {
+    GtkListView *sessions = child (fixture, "session_view");
+    GtkSelectionModel *selection = gtk_list_view_get_model (sessions);
+    g_autoptr(KagedSession) first = g_list_model_get_item (G_LIST_MODEL (selection), 0);
+
+    g_assert_cmpstr (kaged_session_get_title (first), ==, "Why is the sky blue?");
+    g_assert_true (gtk_selection_model_is_selected (selection, 0));
+    list = KAGED_SESSION_LIST (gtk_single_selection_get_model (GTK_SINGLE_SELECTION (selection)));
+    g_assert_cmpuint (g_list_model_get_n_items (G_LIST_MODEL (list)), ==, 1);
+  }
+}
+
+static void
+test_stop (Fixture       *fixture,
+           gconstpointer  data)
+{
+  KagedMessage *reply;
+
+  send (fixture, "Tell me a long story");
+  g_assert_true (wait_for (fixture, reply_streaming, GUINT_TO_POINTER (1)));
+  g_assert_true (kaged_composer_get_running (fixture->composer));
+
+  /* Stop replaces Send while the reply streams. */
+  {
+    GtkStack *stack = (GtkStack *)gtk_widget_get_template_child (GTK_WIDGET (fixture->composer),
+                                                     KAGED_TYPE_COMPOSER, "button_stack");
+
+    g_assert_cmpstr (gtk_stack_get_visible_child_name (stack), ==, "stop");
+  }
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->composer), "composer.stop", NULL));
+
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  reply = shown_message (fixture, 1);
+  g_assert_nonnull (reply);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_CANCELLED);
+  /* The partial text stays, and says it was stopped. */
+  g_assert_cmpstr (kaged_message_get_content (reply), !=, "");
+  g_assert_cmpstr (kaged_message_get_content (reply), !=, REPLY);
+}
+
+static gboolean
+n_complete (Fixture       *fixture,
+            gconstpointer  data)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < n_shown (fixture); i++)
+    if (kaged_message_get_status (shown_message (fixture, i)) == KAGED_MESSAGE_STATUS_COMPLETE)
+      n++;
+
+  return n == GPOINTER_TO_UINT (data);
+}
+
+static void
+test_queue (Fixture       *fixture,
+            gconstpointer  data)
+{
+  send (fixture, "First question");
+  g_assert_true (wait_for (fixture, reply_streaming, GUINT_TO_POINTER (1)));
+
+  /* Sent while the reply streams: it waits its turn, and says so. */
+  send (fixture, "Second question");
+  g_assert_cmpuint (n_shown (fixture), ==, 3);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 2)), ==, "Second question");
+  g_assert_true (wait_for (fixture, reply_on_screen, "Queued"));
+
+  g_assert_true (wait_for (fixture, n_complete, GUINT_TO_POINTER (2)));
+  g_assert_cmpuint (n_shown (fixture), ==, 4);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "First question");
+  g_assert_cmpint (kaged_message_get_role (shown_message (fixture, 1)), ==, KAGED_MESSAGE_ROLE_AGENT);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 2)), ==, "Second question");
+  g_assert_cmpint (kaged_message_get_role (shown_message (fixture, 3)), ==, KAGED_MESSAGE_ROLE_AGENT);
+  g_assert_false (reply_on_screen (fixture, "Queued"));
+}
+
+static void
+test_regenerate (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  KagedSessionManager *manager = kaged_core_get_manager (fixture->core);
+  g_autoptr(GPtrArray) versions = NULL;
+  g_autoptr(GError) error = NULL;
+  KagedMessage *question;
+  gint64 first_reply;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  question = shown_message (fixture, 0);
+  first_reply = kaged_message_get_id (shown_message (fixture, 1));
+
+  /* Ctrl+Shift+R regenerates the latest reply. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  /* The superseded reply is gone from view; both versions remain. */
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+  g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 1)), !=, first_reply);
+  versions = kaged_session_manager_list_versions (manager, kaged_window_get_session_id (fixture->window),
+                                                  kaged_message_get_id (question), &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 2);
+  g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (versions, 0)), ==, first_reply);
+
+  /* The reply's pager reads the two versions. */
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  {
+    KagedMessageRow *row = row_of (fixture, kaged_message_get_id (shown_message (fixture, 1)));
+
+    g_assert_nonnull (row);
+    g_assert_cmpuint (g_list_model_get_n_items (kaged_message_row_get_versions (row)), ==, 2);
+  }
+}
+
+static gboolean
+toast_shown (Fixture       *fixture,
+             gconstpointer  data)
+{
+  return label_shows (child (fixture, "toast_overlay"), data);
+}
+
+static void
+test_too_large (Fixture       *fixture,
+                gconstpointer  data)
+{
+  gsize size = 10 * 1024 * 1024;
+  g_autofree char *huge = g_malloc (size + 1);
+  g_autofree char *kept = NULL;
+
+  memset (huge, 'a', size);
+  for (gsize i = 79; i < size; i += 80)
+    huge[i] = '\n';
+  huge[size] = '\0';
+
+  send (fixture, huge);
+
+  /* The engine refuses it; the window says why and keeps the text. */
+  g_assert_true (wait_for (fixture, toast_shown, "too long"));
+  kept = kaged_composer_dup_text (fixture->composer);
+  g_assert_cmpuint (strlen (kept), ==, size);
+  g_assert_cmpuint (n_shown (fixture), ==, 0);
+}
+
+static void
+test_new_conversation_and_delete (Fixture       *fixture,
+                                  gconstpointer  data)
+{
+  GtkListView *sessions = child (fixture, "session_view");
+  GListModel *model = G_LIST_MODEL (gtk_list_view_get_model (sessions));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedSession) gone = NULL;
+  gint64 first;
+  gint64 second;
+
+  send (fixture, "One");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  first = kaged_window_get_session_id (fixture->window);
+
+  /* Ctrl+N: an empty conversation, made real by its first message. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+  g_assert_cmpuint (n_shown (fixture), ==, 0);
+  send (fixture, "Two");
+  second = kaged_window_get_session_id (fixture->window);
+  g_assert_cmpint (second, !=, first);
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
+
+  /* Deleted: hidden at once, back with Undo. */
+  kaged_window_delete_session (fixture->window, second);
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 1);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, first);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "session.undo-delete",
+                                             "x", second));
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+
+  /* Deleted for good once the toast goes without Undo. */
+  kaged_window_delete_session (fixture->window, second);
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 1);
+  gone = kaged_store_get_session (fixture->store, second, &error);
+  g_assert_no_error (error);
+  g_clear_object (&gone);
+  gtk_window_close (GTK_WINDOW (fixture->window));
+  gone = kaged_store_get_session (fixture->store, second, &error);
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+  g_assert_null (gone);
+}
+
+static gboolean
+results_show (Fixture       *fixture,
+              gconstpointer  data)
+{
+  GtkStack *stack = child (fixture, "sidebar_stack");
+
+  return g_strcmp0 (gtk_stack_get_visible_child_name (stack), "results") == 0 &&
+         label_shows (child (fixture, "results_view"), data);
+}
+
+static gboolean
+sidebar_shows (Fixture       *fixture,
+               gconstpointer  data)
+{
+  return g_strcmp0 (gtk_stack_get_visible_child_name (child (fixture, "sidebar_stack")), data) == 0;
+}
+
+static void
+test_search (Fixture       *fixture,
+             gconstpointer  data)
+{
+  GtkEditable *entry = child (fixture, "search_entry");
+  GtkWidget *results = child (fixture, "results_view");
+  GtkWidget *row;
+  GtkWidget *label;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  send (fixture, "Bread <recipes> & more");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+
+  /* Ctrl+F: the words are found in the text of both replies, in bold. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  gtk_editable_set_text (entry, "wavelen");
+  g_assert_true (wait_for (fixture, results_show, "scatters"));
+  row = gtk_widget_get_first_child (results);
+  g_assert_nonnull (row);
+  g_assert_nonnull (gtk_widget_get_next_sibling (row));
+  g_assert_null (gtk_widget_get_next_sibling (gtk_widget_get_next_sibling (row)));
+
+  /* Markup in a title is shown as text. */
+  gtk_editable_set_text (entry, "recipes");
+  g_assert_true (wait_for (fixture, results_show, "<recipes>"));
+  row = gtk_widget_get_first_child (results);
+  label = gtk_widget_get_last_child (gtk_widget_get_first_child (row));
+  g_assert_true (GTK_IS_LABEL (label));
+  g_assert_nonnull (strstr (gtk_label_get_label (GTK_LABEL (label)), "&lt;<b>recipes</b>&gt;"));
+
+  /* A result opens its conversation. */
+  g_signal_emit_by_name (results, "row-activated", row);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Bread <recipes> & more");
+
+  gtk_editable_set_text (entry, "nothing-like-this");
+  g_assert_true (wait_for (fixture, sidebar_shows, "no-results"));
+
+  /* Leaving the search shows the conversations again. */
+  gtk_search_bar_set_search_mode (child (fixture, "search_bar"), FALSE);
+  g_assert_true (wait_for (fixture, sidebar_shows, "sessions"));
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  const char *reply = "[{\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
+  const char *slow = "[{\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
+
+  gtk_test_init (&argc, &argv, NULL);
+  adw_init ();
+
+#define ADD_TEST(path, scenario, func) \
+  g_test_add ((path), Fixture, (scenario), fixture_set_up, (func), fixture_tear_down)
+
+  ADD_TEST ("/window/send-shows-reply", reply, test_send_shows_reply);
+  ADD_TEST ("/window/stop", slow, test_stop);
+  ADD_TEST ("/window/queue", slow, test_queue);
+  ADD_TEST ("/window/regenerate", reply, test_regenerate);
+  ADD_TEST ("/window/too-large", reply, test_too_large);
+  ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
+  ADD_TEST ("/window/search", reply, test_search);
+
+  return g_test_run ();
+}

@@ -28,6 +28,7 @@ struct _KagedRetryCoordinator
   GSource              *check_source;
 
   gulong                run_changed_id;
+  gulong                operator_request_id;
 };
 
 G_DEFINE_FINAL_TYPE (KagedRetryCoordinator, kaged_retry_coordinator, G_TYPE_OBJECT)
@@ -96,36 +97,30 @@ queue_check (KagedRetryCoordinator *self,
   g_source_attach (self->check_source, g_main_context_get_thread_default ());
 }
 
-/*
- * Every run the manager creates — by a post or a regenerate, from the
- * window, a notification or the HTTP API — is announced queued first. One
- * the Tier 2 dispatcher did not ask for is the operator's: a pending retry
- * of the session stands down before it goes further. Every end of a run
- * has the session checked from the main loop, never from inside the call
- * that ended it, once the manager has moved on to the next queued run.
- */
+/* Every end of a run has the session checked from the main loop, never
+ * from inside the call that ended it, once the manager has moved on to the
+ * next queued run. */
 static void
 run_changed_cb (KagedSessionManager   *manager,
                 KagedRun              *run,
                 KagedRetryCoordinator *self)
 {
-  gint64 session_id = kaged_run_get_session_id (run);
-
-  if (kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED)
-    {
-      KagedRetryScheduler *scheduler;
-
-      if (_kaged_retry_dispatcher_is_regenerating (self->dispatcher, session_id))
-        return;
-
-      scheduler = kaged_retry_coordinator_lookup_scheduler (self, session_id);
-      if (scheduler != NULL)
-        kaged_retry_scheduler_operator_posted (scheduler);
-      return;
-    }
-
   if (kaged_run_is_finished (run))
-    queue_check (self, session_id);
+    queue_check (self, kaged_run_get_session_id (run));
+}
+
+/* A post or a regenerate of the session — from the window, a notification
+ * or the HTTP API; Tier 2's own regenerate does not ask — stands a pending
+ * retry down before it changes anything. */
+static void
+operator_request_cb (KagedSessionManager   *manager,
+                     gint64                 session_id,
+                     KagedRetryCoordinator *self)
+{
+  KagedRetryScheduler *scheduler = kaged_retry_coordinator_lookup_scheduler (self, session_id);
+
+  if (scheduler != NULL)
+    kaged_retry_scheduler_operator_posted (scheduler);
 }
 
 static void
@@ -136,6 +131,7 @@ kaged_retry_coordinator_dispose (GObject *object)
   if (self->manager != NULL)
     {
       g_clear_signal_handler (&self->run_changed_id, self->manager);
+      g_clear_signal_handler (&self->operator_request_id, self->manager);
     }
 
   kaged_clock_clear_source (&self->check_source);
@@ -213,6 +209,8 @@ kaged_retry_coordinator_new (KagedSessionManager *manager,
 
   self->run_changed_id = g_signal_connect (manager, "run-changed",
                                            G_CALLBACK (run_changed_cb), self);
+  self->operator_request_id = g_signal_connect (manager, "operator-request",
+                                                G_CALLBACK (operator_request_cb), self);
 
   saved = kaged_store_list_retry_states (kaged_session_manager_get_store (manager), &error);
   if (saved == NULL)

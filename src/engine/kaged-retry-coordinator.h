@@ -18,9 +18,9 @@ G_DECLARE_FINAL_TYPE (KagedRetryCoordinator, kaged_retry_coordinator, KAGED, RET
 
 /*
  * KagedRetryCoordinator gives every session its Tier 2 scheduler and feeds
- * it from the session manager: every run the operator starts (a post or a
- * regenerate, whoever called the manager) stands a pending retry down at
- * once; every end of a run has the session checked against DESIGN.md §6
+ * it from the session manager: every post or regenerate of a session,
+ * whoever called the manager (its ::operator-request), stands a pending
+ * retry down before it changes anything; every end of a run has the session checked against DESIGN.md §6
  * (kaged_retry_policy_check()) from the main loop. Schedulers whose state
  * was saved are created at once, so an armed or scheduled retry resumes
  * when the program starts again.

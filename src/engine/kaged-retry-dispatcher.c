@@ -61,7 +61,6 @@ struct _KagedRetryManagerDispatcher
 {
   GObject              parent_instance;
   KagedSessionManager *manager;  /* weak: the manager may own the schedulers */
-  gint64               regenerating;
 };
 
 static void kaged_retry_manager_dispatcher_iface_init (KagedRetryDispatcherInterface *iface);
@@ -89,9 +88,8 @@ kaged_retry_manager_dispatcher_regenerate (KagedRetryDispatcher  *dispatcher,
       return 0;
     }
 
-  self->regenerating = session_id;
-  receipt = kaged_session_manager_regenerate (self->manager, session_id, anchor_id, error);
-  self->regenerating = 0;
+  receipt = kaged_session_manager_regenerate_for_retry (self->manager, session_id, anchor_id,
+                                                        error);
   if (receipt == NULL)
     return 0;
 
@@ -145,8 +143,8 @@ kaged_retry_manager_dispatcher_init (KagedRetryManagerDispatcher *self)
  * kaged_retry_dispatcher_new_for_manager:
  * @manager: the session manager
  *
- * Retries through @manager: kaged_session_manager_regenerate() from the
- * anchor, kaged_session_manager_cancel() for the run. @manager is not kept
+ * Retries through @manager: kaged_session_manager_regenerate_for_retry()
+ * from the anchor, kaged_session_manager_cancel() for the run. @manager is not kept
  * alive.
  *
  * Returns: (transfer full): a dispatcher to hand to the schedulers
@@ -162,16 +160,4 @@ kaged_retry_dispatcher_new_for_manager (KagedSessionManager *manager)
   g_set_weak_pointer (&self->manager, manager);
 
   return KAGED_RETRY_DISPATCHER (self);
-}
-
-gboolean
-_kaged_retry_dispatcher_is_regenerating (KagedRetryDispatcher *self,
-                                         gint64                session_id)
-{
-  g_return_val_if_fail (KAGED_IS_RETRY_DISPATCHER (self), FALSE);
-
-  if (G_OBJECT_TYPE (self) != KAGED_TYPE_RETRY_MANAGER_DISPATCHER)
-    return FALSE;
-
-  return session_id != 0 && KAGED_RETRY_MANAGER_DISPATCHER (self)->regenerating == session_id;
 }

@@ -54,9 +54,4 @@ gboolean kaged_retry_dispatcher_cancel_run (KagedRetryDispatcher  *self,
 
 KagedRetryDispatcher *kaged_retry_dispatcher_new_for_manager (KagedSessionManager *manager);
 
-/* Whether @self, made by kaged_retry_dispatcher_new_for_manager(), is
- * inside its own regenerate of @session_id: the run the manager announces
- * meanwhile is the retry's, not the operator's. */
-gboolean _kaged_retry_dispatcher_is_regenerating (KagedRetryDispatcher *self,
-                                                  gint64                session_id);
 G_END_DECLS

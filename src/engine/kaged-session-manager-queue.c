@@ -265,6 +265,8 @@ kaged_session_manager_post (KagedSessionManager  *self,
   if (session == NULL)
     return NULL;
 
+  g_signal_emit (self, _kaged_session_manager_signals [OPERATOR_REQUEST], 0, session_id);
+
   message = kaged_message_new ();
   kaged_message_set_session_id (message, session_id);
   kaged_message_set_role (message, KAGED_MESSAGE_ROLE_OPERATOR);
@@ -363,23 +365,12 @@ regenerate_in_transaction (KagedStore  *store,
                                       kaged_run_get_id (run), &write->superseded, error);
 }
 
-/**
- * kaged_session_manager_regenerate:
- * @operator_message_id: the operator message to answer again
- *
- * Supersedes every current message after the operator message (kept, not
- * deleted), drops queued runs and cancels the active run from that message
- * on, and starts a fresh run from its content. No operator message is
- * created or changed.
- *
- * Returns: (transfer full): the receipt with the superseded message ids, or
- *   %NULL with @error set and nothing changed
- */
-KagedReceipt *
-kaged_session_manager_regenerate (KagedSessionManager  *self,
-                                  gint64                session_id,
-                                  gint64                operator_message_id,
-                                  GError              **error)
+static KagedReceipt *
+regenerate (KagedSessionManager  *self,
+            gint64                session_id,
+            gint64                operator_message_id,
+            gboolean              for_retry,
+            GError              **error)
 {
   g_autoptr(KagedSession) session = NULL;
   g_autoptr(KagedMessage) anchor = NULL;
@@ -415,6 +406,9 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
                            _("This message belongs to an earlier version of the conversation"));
       return NULL;
     }
+
+  if (!for_retry)
+    g_signal_emit (self, _kaged_session_manager_signals [OPERATOR_REQUEST], 0, session_id);
 
   state = _kaged_session_manager_get_session_state (self, session_id);
   dropped = g_ptr_array_new_with_free_func (g_object_unref);
@@ -475,6 +469,45 @@ kaged_session_manager_regenerate (KagedSessionManager  *self,
     g_array_append_vals (receipt->superseded_message_ids, superseded->data, superseded->len);
 
   return receipt;
+}
+
+/**
+ * kaged_session_manager_regenerate:
+ * @operator_message_id: the operator message to answer again
+ *
+ * Supersedes every current message after the operator message (kept, not
+ * deleted), drops queued runs and cancels the active run from that message
+ * on, and starts a fresh run from its content. No operator message is
+ * created or changed.
+ *
+ * Returns: (transfer full): the receipt with the superseded message ids, or
+ *   %NULL with @error set and nothing changed
+ */
+KagedReceipt *
+kaged_session_manager_regenerate (KagedSessionManager  *self,
+                                  gint64                session_id,
+                                  gint64                operator_message_id,
+                                  GError              **error)
+{
+  return regenerate (self, session_id, operator_message_id, FALSE, error);
+}
+
+/**
+ * kaged_session_manager_regenerate_for_retry:
+ *
+ * The regenerate Tier 2 makes when its wait is over: the same as
+ * kaged_session_manager_regenerate(), without ::operator-request.
+ *
+ * Returns: (transfer full): the receipt, or %NULL with @error set and
+ *   nothing changed
+ */
+KagedReceipt *
+kaged_session_manager_regenerate_for_retry (KagedSessionManager  *self,
+                                            gint64                session_id,
+                                            gint64                operator_message_id,
+                                            GError              **error)
+{
+  return regenerate (self, session_id, operator_message_id, TRUE, error);
 }
 
 /**

@@ -322,6 +322,13 @@ kaged_session_manager_class_init (KagedSessionManagerClass *klass)
                   G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL,
                   G_TYPE_NONE, 1, KAGED_TYPE_SESSION);
+
+  _kaged_session_manager_signals [OPERATOR_REQUEST] =
+    g_signal_new ("operator-request",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 1, G_TYPE_INT64);
 }
 
 static void

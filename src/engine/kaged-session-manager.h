@@ -60,6 +60,12 @@ G_DECLARE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, KAGED, SESSION
  *   ::run-retrying    (KagedRun *run, KagedAttempt *attempt) — a tier-1 attempt
  *                      failed and another follows after attempt->wait_ms
  *   ::session-changed (KagedSession *session) — idle/running, title
+ *   ::operator-request (gint64 session_id) — a post or a regenerate of the
+ *                      session is about to change it, whoever called: emitted
+ *                      once it is valid, before anything is written. Tier 2
+ *                      stands down on it; its own regenerate,
+ *                      kaged_session_manager_regenerate_for_retry(), does not
+ *                      emit it.
  */
 
 GQuark               kaged_engine_error_quark               (void);
@@ -85,6 +91,11 @@ KagedReceipt        *kaged_session_manager_post             (KagedSessionManager
                                                              const char           *content,
                                                              GError              **error);
 KagedReceipt        *kaged_session_manager_regenerate       (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                operator_message_id,
+                                                             GError              **error);
+KagedReceipt        *kaged_session_manager_regenerate_for_retry
+                                                            (KagedSessionManager  *self,
                                                              gint64                session_id,
                                                              gint64                operator_message_id,
                                                              GError              **error);

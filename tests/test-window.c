@@ -407,6 +407,34 @@ test_regenerate (Fixture       *fixture,
   }
 }
 
+static void
+test_edit (Fixture       *fixture,
+           gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedMessage) original = NULL;
+  gint64 question;
+
+  send (fixture, "Why is the sea blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  question = kaged_message_get_id (shown_message (fixture, 0));
+
+  /* The old turn gives way to the edited question and its answer. */
+  g_assert_true (kaged_window_edit (fixture->window, question, "Why is the sky blue?"));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
+  g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 0)), !=, question);
+  g_assert_true (wait_for (fixture, reply_on_screen, "Why is the sky blue?"));
+  g_assert_false (reply_on_screen (fixture, "Why is the sea blue?"));
+
+  original = kaged_store_get_message (fixture->store, question, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (kaged_message_get_content (original), ==, "Why is the sea blue?");
+  g_assert_true (kaged_message_is_superseded (original));
+}
+
 static gboolean
 toast_shown (Fixture       *fixture,
              gconstpointer  data)
@@ -561,6 +589,7 @@ main (int   argc,
   ADD_TEST ("/window/queue", slow, test_queue);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/too-large", reply, test_too_large);
+  ADD_TEST ("/window/edit", reply, test_edit);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
 

@@ -564,6 +564,30 @@ kaged_core_regenerate_anchor (KagedCore  *self,
 }
 
 /**
+ * kaged_core_edit:
+ * @operator_message_id: a current operator message
+ * @content: what it should have said
+ *
+ * Supersedes the operator message and everything after it (never changing
+ * a stored row) and posts @content as a new message.
+ *
+ * Returns: (transfer full): the receipt of the new message, or %NULL with
+ *   @error set
+ */
+KagedReceipt *
+kaged_core_edit (KagedCore   *self,
+                 gint64       session_id,
+                 gint64       operator_message_id,
+                 const char  *content,
+                 GError     **error)
+{
+  g_return_val_if_fail (KAGED_IS_CORE (self), NULL);
+
+  return kaged_session_manager_edit (self->manager, session_id, operator_message_id, content,
+                                     error);
+}
+
+/**
  * kaged_core_cancel_run:
  *
  * Cancels a queued or running run; it is recorded cancelled.

@@ -101,6 +101,11 @@ KagedReceipt          *kaged_core_regenerate_anchor  (KagedCore       *self,
                                                       gint64           session_id,
                                                       gint64           anchor_id,
                                                       GError         **error);
+KagedReceipt          *kaged_core_edit               (KagedCore       *self,
+                                                      gint64           session_id,
+                                                      gint64           operator_message_id,
+                                                      const char      *content,
+                                                      GError         **error);
 gboolean               kaged_core_cancel_run         (KagedCore       *self,
                                                       gint64           session_id,
                                                       gint64           run_id,

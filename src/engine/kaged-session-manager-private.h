@@ -103,6 +103,13 @@ now_ms (KagedSessionManager *self)
   return kaged_clock_get_wall_ms (self->clock);
 }
 
+gboolean           _kaged_session_manager_check_content (KagedSessionManager  *self,
+                                                         const char           *content,
+                                                         GError              **error);
+KagedReceipt      *_kaged_session_manager_enqueue_run (KagedSessionManager *self,
+                                                       KagedSessionEntry   *session,
+                                                       KagedRun            *run,
+                                                       gint64               message_id);
 void               _kaged_session_state_next (KagedSessionManager *self,
                                               KagedSessionEntry   *session);
 void               _kaged_session_state_cancel_active (KagedSessionManager *self,

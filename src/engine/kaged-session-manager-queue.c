@@ -112,10 +112,10 @@ _kaged_session_state_cancel_active (KagedSessionManager *self,
     _kaged_run_state_finish (state, NULL);
 }
 
-static gboolean
-check_content (KagedSessionManager  *self,
-               const char           *content,
-               GError              **error)
+gboolean
+_kaged_session_manager_check_content (KagedSessionManager  *self,
+                                      const char           *content,
+                                      GError              **error)
 {
   gsize len = content != NULL ? strlen (content) : 0;
 
@@ -184,11 +184,11 @@ session_state_can_dispatch (KagedSessionManager *self,
   return session->active == NULL && g_queue_is_empty (&session->queue) && !self->shutting_down;
 }
 
-static KagedReceipt *
-enqueue_run (KagedSessionManager *self,
-             KagedSessionEntry   *session,
-             KagedRun            *run,
-             gint64               message_id)
+KagedReceipt *
+_kaged_session_manager_enqueue_run (KagedSessionManager *self,
+                                    KagedSessionEntry   *session,
+                                    KagedRun            *run,
+                                    gint64               message_id)
 {
   g_signal_emit (self, _kaged_session_manager_signals [RUN_CHANGED], 0, run);
 
@@ -258,7 +258,7 @@ kaged_session_manager_post (KagedSessionManager  *self,
 
   g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), NULL);
 
-  if (!check_content (self, content, error))
+  if (!_kaged_session_manager_check_content (self, content, error))
     return NULL;
 
   session = get_session (self, session_id, error);
@@ -297,7 +297,7 @@ kaged_session_manager_post (KagedSessionManager  *self,
   if (write.start == NULL)
     {
       g_signal_emit (self, _kaged_session_manager_signals [MESSAGE_ADDED], 0, message);
-      return enqueue_run (self, state, run, kaged_message_get_id (message));
+      return _kaged_session_manager_enqueue_run (self, state, run, kaged_message_get_id (message));
     }
 
   receipt = receipt_new (state, run, kaged_message_get_id (message),
@@ -464,7 +464,7 @@ regenerate (KagedSessionManager  *self,
 
   superseded = g_steal_pointer (&write.superseded);
 
-  receipt = enqueue_run (self, state, run, operator_message_id);
+  receipt = _kaged_session_manager_enqueue_run (self, state, run, operator_message_id);
   if (superseded != NULL)
     g_array_append_vals (receipt->superseded_message_ids, superseded->data, superseded->len);
 

@@ -214,6 +214,13 @@ gboolean              kaged_store_supersede_after      (KagedStore              
                                                         gint64                      by_run_id,
                                                         GArray                    **superseded_ids,
                                                         GError                    **error);
+gboolean              kaged_store_supersede_from       (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        gint64                      message_id,
+                                                        gint64                      by_run_id,
+                                                        gint64                      before_id,
+                                                        GArray                    **superseded_ids,
+                                                        GError                    **error);
 GPtrArray            *kaged_store_list_versions        (KagedStore                 *self,
                                                         gint64                      anchor_id,
                                                         GError                    **error);

@@ -135,6 +135,118 @@ regenerate_latest_action (GtkWidget  *widget,
 }
 
 /* ---------------------------------------------------------------------------
+ * Edit: the operator's message said again; the old one and everything
+ * after it are kept as an earlier version.
+ * ------------------------------------------------------------------------- */
+
+/**
+ * kaged_window_edit:
+ *
+ * Replaces the operator message @message_id by @content.
+ *
+ * Returns: whether the edited message was posted
+ */
+gboolean
+kaged_window_edit (KagedWindow *self,
+                   gint64       message_id,
+                   const char  *content)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+
+  g_return_val_if_fail (KAGED_IS_WINDOW (self), FALSE);
+
+  if (self->core == NULL || self->session_id <= 0)
+    return FALSE;
+
+  receipt = kaged_core_edit (self->core, self->session_id, message_id, content, &error);
+  if (receipt == NULL)
+    {
+      kaged_window_toast (self, error->message);
+      return FALSE;
+    }
+
+  self->follow_end = TRUE;
+  kaged_window_follow_end (self);
+  return TRUE;
+}
+
+static void
+edit_response_cb (AdwMessageDialog *dialog,
+                  const char       *response,
+                  KagedWindow      *self)
+{
+  GtkTextView *view = g_object_get_data (G_OBJECT (dialog), "kaged-text-view");
+  gint64 *message_id = g_object_get_data (G_OBJECT (dialog), "kaged-message-id");
+  g_autofree char *text = NULL;
+  GtkTextBuffer *buffer;
+  GtkTextIter start, end;
+
+  if (g_strcmp0 (response, "send") != 0 || view == NULL || message_id == NULL)
+    return;
+
+  buffer = gtk_text_view_get_buffer (view);
+  gtk_text_buffer_get_bounds (buffer, &start, &end);
+  text = gtk_text_buffer_get_text (buffer, &start, &end, FALSE);
+  kaged_window_edit (self, *message_id, text);
+}
+
+static void
+edit_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+  gint64 message_id = g_variant_get_int64 (parameter);
+  g_autoptr(KagedMessage) message = NULL;
+  GtkWidget *dialog;
+  GtkWidget *scroller;
+  GtkWidget *view;
+
+  if (self->core == NULL ||
+      (message = kaged_store_get_message (kaged_core_get_store (self->core), message_id, NULL)) == NULL)
+    return;
+
+  dialog = adw_message_dialog_new (GTK_WINDOW (self), _("Edit Message"),
+                                   _("The conversation continues from the edited message: "
+                                     "the replies after it are kept as earlier versions."));
+  view = gtk_text_view_new ();
+  gtk_text_view_set_wrap_mode (GTK_TEXT_VIEW (view), GTK_WRAP_WORD_CHAR);
+  gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);
+  gtk_text_view_set_bottom_margin (GTK_TEXT_VIEW (view), 6);
+  gtk_text_view_set_left_margin (GTK_TEXT_VIEW (view), 6);
+  gtk_text_view_set_right_margin (GTK_TEXT_VIEW (view), 6);
+  gtk_text_buffer_set_text (gtk_text_view_get_buffer (GTK_TEXT_VIEW (view)),
+                            kaged_message_get_content (message), -1);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (view),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, _("Edited Message"),
+                                  -1);
+  scroller = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  gtk_scrolled_window_set_min_content_height (GTK_SCROLLED_WINDOW (scroller), 120);
+  gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (scroller), 300);
+  gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
+  gtk_widget_add_css_class (scroller, "card");
+  adw_message_dialog_set_extra_child (ADW_MESSAGE_DIALOG (dialog), scroller);
+
+  adw_message_dialog_add_responses (ADW_MESSAGE_DIALOG (dialog),
+                                    "cancel", _("_Cancel"),
+                                    "send", _("_Send"),
+                                    NULL);
+  adw_message_dialog_set_response_appearance (ADW_MESSAGE_DIALOG (dialog), "send",
+                                              ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (ADW_MESSAGE_DIALOG (dialog), "send");
+  adw_message_dialog_set_close_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
+
+  g_object_set_data (G_OBJECT (dialog), "kaged-text-view", view);
+  g_object_set_data_full (G_OBJECT (dialog), "kaged-message-id",
+                          g_memdup2 (&message_id, sizeof message_id), g_free);
+  g_signal_connect_object (dialog, "response", G_CALLBACK (edit_response_cb), self, 0);
+  gtk_window_present (GTK_WINDOW (dialog));
+  gtk_widget_grab_focus (view);
+}
+
+/* ---------------------------------------------------------------------------
  * Rows
  * ------------------------------------------------------------------------- */
 
@@ -275,6 +387,7 @@ void
 kaged_window_class_init_messages (GtkWidgetClass *widget_class)
 {
   gtk_widget_class_install_action (widget_class, "message.regenerate", "x", regenerate_action);
+  gtk_widget_class_install_action (widget_class, "message.edit", "x", edit_action);
   gtk_widget_class_install_action (widget_class, "win.regenerate-latest", NULL,
                                    regenerate_latest_action);
 

@@ -23,5 +23,8 @@ void         kaged_window_show_session         (KagedWindow    *self,
 gint64       kaged_window_get_session_id       (KagedWindow    *self);
 void         kaged_window_delete_session       (KagedWindow    *self,
                                                 gint64          session_id);
+gboolean     kaged_window_edit                 (KagedWindow    *self,
+                                                gint64          message_id,
+                                                const char     *content);
 
 G_END_DECLS

@@ -94,17 +94,15 @@ KagedReceipt        *kaged_session_manager_regenerate       (KagedSessionManager
                                                              gint64                session_id,
                                                              gint64                operator_message_id,
                                                              GError              **error);
-<<<<<<< HEAD
-KagedReceipt        *kaged_session_manager_edit             (KagedSessionManager  *self,
-                                                             gint64                session_id,
-                                                             gint64                operator_message_id,
-                                                             const char           *content,
-=======
 KagedReceipt        *kaged_session_manager_regenerate_for_retry
                                                             (KagedSessionManager  *self,
                                                              gint64                session_id,
                                                              gint64                operator_message_id,
->>>>>>> main
+                                                             GError              **error);
+KagedReceipt        *kaged_session_manager_edit             (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                operator_message_id,
+                                                             const char           *content,
                                                              GError              **error);
 gboolean             kaged_session_manager_cancel           (KagedSessionManager  *self,
                                                              gint64                session_id,

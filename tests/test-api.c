@@ -1144,6 +1144,67 @@ test_regenerate (Fixture       *fixture,
     }
 }
 
+static void
+test_edit (Fixture       *fixture,
+           gconstpointer  data)
+{
+  g_autoptr(EventClient) events = NULL;
+  g_autoptr(JsonObject) receipt = NULL;
+  g_autoptr(JsonArray) before = NULL;
+  g_autoptr(JsonArray) current = NULL;
+  g_autoptr(Response) edited = NULL;
+  g_autoptr(Response) refused = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *reply_path = NULL;
+  JsonObject *edit;
+  JsonArray *superseded;
+  gint64 session_id;
+  gint64 operator_id;
+  gint64 reply_id;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"About Porto\", \"chunks\": 2},"
+                        " {\"kind\": \"openai\", \"text\": \"About Lisbon\", \"chunks\": 2}]");
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Edit");
+  events = open_events (fixture, session_id);
+
+  receipt = post_message (fixture, session_id, "Tell me about Porto");
+  operator_id = json_object_get_int_member (receipt, "message_id");
+  wait_event (events, "run.finished", json_object_get_int_member (receipt, "run_id"));
+  before = list_messages (fixture, session_id, NULL);
+  reply_id = json_object_get_int_member (json_array_get_object_element (before, 1), "id");
+
+  /* Only an operator message can be edited, and only with content. */
+  reply_path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages/%" G_GINT64_FORMAT
+                                "/edit", session_id, reply_id);
+  refused = request (fixture, "POST", reply_path, "{\"content\": \"x\"}");
+  g_assert_cmpuint (refused->status, ==, SOUP_STATUS_CONFLICT);
+  g_clear_pointer (&refused, response_free);
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages/%" G_GINT64_FORMAT
+                          "/edit", session_id, operator_id);
+  refused = request (fixture, "POST", path, "{}");
+  g_assert_cmpuint (refused->status, ==, SOUP_STATUS_BAD_REQUEST);
+
+  edited = request (fixture, "POST", path, "{\"content\": \"Tell me about Lisbon\"}");
+  g_assert_cmpuint (edited->status, ==, SOUP_STATUS_ACCEPTED);
+  edit = response_object (edited);
+  g_assert_cmpint (json_object_get_int_member (edit, "session_id"), ==, session_id);
+  g_assert_cmpint (json_object_get_int_member (edit, "message_id"), >, reply_id);
+  superseded = json_object_get_array_member (edit, "superseded_message_ids");
+  g_assert_cmpuint (json_array_get_length (superseded), ==, 2);
+  g_assert_cmpint (json_array_get_int_element (superseded, 0), ==, operator_id);
+  g_assert_cmpint (json_array_get_int_element (superseded, 1), ==, reply_id);
+  wait_event (events, "run.finished", json_object_get_int_member (edit, "run_id"));
+
+  current = list_messages (fixture, session_id, NULL);
+  g_assert_cmpuint (json_array_get_length (current), ==, 2);
+  g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (current, 0),
+                                                  "content"), ==, "Tell me about Lisbon");
+  g_assert_cmpstr (json_object_get_string_member (json_array_get_object_element (current, 1),
+                                                  "content"), ==, "About Lisbon");
+}
+
 /* ------------------------------------------------------------------------
  * Cancel
  * ------------------------------------------------------------------------ */
@@ -2057,6 +2118,7 @@ main (int   argc,
   ADD ("flow/post-events-messages", test_post_events_messages);
   ADD ("flow/queue", test_queue_behind_active_run);
   ADD ("flow/regenerate", test_regenerate);
+  ADD ("flow/edit", test_edit);
   ADD ("flow/cancel", test_cancel);
   ADD ("flow/overloaded-classification", test_overloaded_classification);
   ADD ("errors/bad-requests", test_bad_requests);

@@ -216,6 +216,8 @@ kaged_api_parse_target (const char     *path,
         return FALSE;
       if (g_str_equal (parts[2], "messages") && g_str_equal (parts[4], "regenerate"))
         target->route = KAGED_API_ROUTE_REGENERATE;
+      else if (g_str_equal (parts[2], "messages") && g_str_equal (parts[4], "edit"))
+        target->route = KAGED_API_ROUTE_EDIT;
       else if (g_str_equal (parts[2], "runs") && g_str_equal (parts[4], "cancel"))
         target->route = KAGED_API_ROUTE_CANCEL;
       else
@@ -243,6 +245,7 @@ kaged_api_route_allow (KagedApiRoute route)
       return "GET";
 
     case KAGED_API_ROUTE_REGENERATE:
+    case KAGED_API_ROUTE_EDIT:
     case KAGED_API_ROUTE_CANCEL:
     case KAGED_API_ROUTE_RETRY_CANCEL:
     case KAGED_API_ROUTE_RETRY_NOW:

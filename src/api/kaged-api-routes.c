@@ -229,6 +229,45 @@ post_message (KagedApiServer       *self,
   kaged_api_respond_json (msg, SOUP_STATUS_ACCEPTED, builder);
 }
 
+/* POST …/messages/:mid/edit {content}: the operator message said again. */
+static void
+edit_message (KagedApiServer       *self,
+              SoupServerMessage    *msg,
+              const KagedApiTarget *target)
+{
+  g_autoptr(JsonParser) parser = NULL;
+  g_autoptr(JsonObject) object = NULL;
+  g_autoptr(JsonBuilder) builder = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *content = NULL;
+
+  object = kaged_api_read_body (msg, FALSE, &parser);
+  if (object == NULL)
+    return;
+
+  if (!kaged_api_read_string_member (msg, object, "content", FALSE, &content))
+    return;
+
+  if (content == NULL)
+    {
+      kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "invalid_request",
+                     _("“content” is needed"));
+      return;
+    }
+
+  receipt = kaged_core_edit (self->core, target->session_id, target->item_id, content, &error);
+  if (receipt == NULL)
+    {
+      kaged_api_respond_engine_error (msg, error);
+      return;
+    }
+
+  builder = json_builder_new ();
+  kaged_api_wire_add_receipt (builder, receipt, TRUE);
+  kaged_api_respond_json (msg, SOUP_STATUS_ACCEPTED, builder);
+}
+
 static void
 regenerate (KagedApiServer       *self,
             SoupServerMessage    *msg,
@@ -427,6 +466,10 @@ kaged_api_routes_handler (SoupServer        *server,
 
     case KAGED_API_ROUTE_REGENERATE:
       regenerate (self, msg, &target);
+      break;
+
+    case KAGED_API_ROUTE_EDIT:
+      edit_message (self, msg, &target);
       break;
 
     case KAGED_API_ROUTE_RUN:

@@ -14,6 +14,7 @@
 #include "kaged-http.h"
 #include "kaged-keyring.h"
 #include "kaged-retry-coordinator.h"
+#include "kaged-retry-policy.h"
 #include "kaged-test-doubles.h"
 
 typedef struct
@@ -534,6 +535,39 @@ test_direct_regenerate_stands_down (Fixture       *fixture,
   kaged_session_manager_shutdown (manager);
 }
 
+/* Editing a message the operator wrote stands the armed retry down too. */
+static void
+test_edit_stands_down (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSessionManager) manager = NULL;
+  g_autoptr(KagedRetryCoordinator) coordinator = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedReceipt) edited = NULL;
+  KagedRetryScheduler *scheduler;
+
+  g_assert_no_error (error);
+  manager = make_manager (fixture, store);
+  coordinator = kaged_retry_coordinator_new (manager, NULL, fixture->monitor);
+  session = kaged_session_manager_create_session (manager, "Edited", &error);
+  g_assert_no_error (error);
+
+  receipt = kaged_session_manager_post (manager, kaged_session_get_id (session), "Helo", &error);
+  g_assert_no_error (error);
+  scheduler = kaged_retry_coordinator_get_scheduler (coordinator, kaged_session_get_id (session));
+  wait_state (scheduler, KAGED_RETRY_SCHEDULER_STATE_ARMED);
+
+  edited = kaged_session_manager_edit (manager, kaged_session_get_id (session),
+                                       receipt->message_id, "Hello", &error);
+  g_assert_no_error (error);
+  g_assert_false (kaged_retry_scheduler_is_pending (scheduler));
+
+  kaged_session_manager_shutdown (manager);
+}
+
 /*
  * The retried run could only be queued (the engine is shutting down) and
  * is cancelled before it started: the retry has resolved, so the
@@ -685,6 +719,122 @@ test_retry_failing_at_start (Fixture       *fixture,
   kaged_session_manager_shutdown (manager);
 }
 
+static gint64
+append_operator (KagedStore *store,
+                 gint64      session_id,
+                 const char *content)
+{
+  g_autoptr(KagedMessage) message = kaged_message_new ();
+  g_autoptr(GError) error = NULL;
+
+  kaged_message_set_session_id (message, session_id);
+  kaged_message_set_role (message, KAGED_MESSAGE_ROLE_OPERATOR);
+  kaged_message_set_content (message, content);
+  kaged_message_set_created_at (message, 1764400000000);
+  g_assert_true (kaged_store_append_message (store, message, &error));
+  g_assert_no_error (error);
+
+  return kaged_message_get_id (message);
+}
+
+static gint64
+create_run (KagedStore      *store,
+            gint64           session_id,
+            gint64           anchor_id,
+            KagedRunStatus   status,
+            KagedRetryClass  retry_class,
+            gboolean         retryable,
+            gint64           retry_after_until)
+{
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  g_autoptr(GError) error = NULL;
+
+  kaged_run_set_session_id (run, session_id);
+  kaged_run_set_anchor_id (run, anchor_id);
+  kaged_run_set_status (run, status);
+  kaged_run_set_retry_class (run, retry_class);
+  kaged_run_set_retryable (run, retryable);
+  kaged_run_set_retry_after_until (run, retry_after_until);
+  kaged_run_set_created_at (run, 1764400000000);
+  if (status != KAGED_RUN_STATUS_QUEUED && status != KAGED_RUN_STATUS_RUNNING)
+    kaged_run_set_finished_at (run, 1764400001000);
+  g_assert_true (kaged_store_create_run (store, run, &error));
+  g_assert_no_error (error);
+
+  return kaged_run_get_id (run);
+}
+
+static KagedRetryVerdict
+check (KagedStore *store,
+       gint64      session_id)
+{
+  g_autoptr(GError) error = NULL;
+  KagedRetryVerdict verdict = kaged_retry_policy_check (store, session_id, NULL, &error);
+
+  g_assert_no_error (error);
+  return verdict;
+}
+
+/*
+ * The one rule Tier 2 arms by (DESIGN.md §6), read from the database: the
+ * session's latest run failed retryable, nothing is queued or running, and
+ * no operator message stands after its anchor.
+ */
+static void
+test_policy (Fixture       *fixture,
+             gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = kaged_store_open (fixture->db_path, &error);
+  g_autoptr(KagedSession) session = NULL;
+  gint64 sid;
+  gint64 q1;
+  gint64 q2;
+
+  g_assert_no_error (error);
+  session = kaged_store_create_session (store, "Policy", &error);
+  g_assert_no_error (error);
+  sid = kaged_session_get_id (session);
+
+  /* No run yet: nothing to decide. */
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_BUSY);
+
+  q1 = append_operator (store, sid, "Q1");
+  create_run (store, sid, q1, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_OVERLOADED, TRUE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_ARMABLE);
+
+  /* An operator message after the anchor. */
+  q2 = append_operator (store, sid, "Q2");
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_SETTLED);
+
+  /* Its run queued, then running: busy. */
+  create_run (store, sid, q2, KAGED_RUN_STATUS_QUEUED, KAGED_RETRY_CLASS_NONE, FALSE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_BUSY);
+
+  g_clear_object (&session);
+  session = kaged_store_create_session (store, "Classes", &error);
+  g_assert_no_error (error);
+  sid = kaged_session_get_id (session);
+  q1 = append_operator (store, sid, "Q1");
+
+  /* Not retryable, a class that is never retried, or quota without a time. */
+  create_run (store, sid, q1, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_OVERLOADED, FALSE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_SETTLED);
+  create_run (store, sid, q1, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_AUTH_FAILED, TRUE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_SETTLED);
+  create_run (store, sid, q1, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, TRUE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_SETTLED);
+  create_run (store, sid, q1, KAGED_RUN_STATUS_FAILED, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, TRUE,
+              1764403000000);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_ARMABLE);
+
+  /* Cancelled or succeeded: settled. */
+  create_run (store, sid, q1, KAGED_RUN_STATUS_CANCELLED, KAGED_RETRY_CLASS_NONE, FALSE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_SETTLED);
+  create_run (store, sid, q1, KAGED_RUN_STATUS_SUCCEEDED, KAGED_RETRY_CLASS_NONE, FALSE, 0);
+  g_assert_cmpint (check (store, sid), ==, KAGED_RETRY_VERDICT_SETTLED);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -704,11 +854,15 @@ main (int   argc,
               fixture_set_up, test_queued_newer_message_not_armed, fixture_tear_down);
   g_test_add ("/retry-coordinator/direct-regenerate-stands-down", Fixture, NULL,
               fixture_set_up, test_direct_regenerate_stands_down, fixture_tear_down);
+  g_test_add ("/retry-coordinator/edit-stands-down", Fixture, NULL,
+              fixture_set_up, test_edit_stands_down, fixture_tear_down);
   g_test_add ("/retry-coordinator/queued-retry-cancelled", Fixture, NULL,
               fixture_set_up, test_queued_retry_cancelled, fixture_tear_down);
   g_test_add ("/retry-coordinator/unpersisted-failure-not-armed", Fixture, NULL,
               fixture_set_up, test_unpersisted_failure_not_armed, fixture_tear_down);
 
+  g_test_add ("/retry-coordinator/policy", Fixture, NULL,
+              fixture_set_up, test_policy, fixture_tear_down);
   g_test_add ("/retry-coordinator/retry-failing-at-start", Fixture, NULL,
               fixture_set_up, test_retry_failing_at_start, fixture_tear_down);
 

@@ -69,9 +69,9 @@ has_runs (KagedStore      *store,
   return TRUE;
 }
 
-/* Whether a current operator message was written after @anchor_id. Operator
- * messages stand in the order they were posted, so that is the order of
- * their ids. */
+/* Whether a current operator message stands after @anchor_id in
+ * conversation order. Operator messages stand in the order they were
+ * posted, so a later one also has a larger id. */
 static gboolean
 has_operator_after (KagedStore  *store,
                     gint64       session_id,
@@ -101,8 +101,11 @@ has_operator_after (KagedStore  *store,
               *found = TRUE;
               return TRUE;
             }
-          after = MAX (after, kaged_message_get_id (message));
         }
+
+      /* The next page starts after the last message of this one. */
+      if (page->len > 0)
+        after = kaged_message_get_id (g_ptr_array_index (page, page->len - 1));
 
       if (page->len < MESSAGE_PAGE)
         return TRUE;

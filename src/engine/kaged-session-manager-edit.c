@@ -119,6 +119,8 @@ kaged_session_manager_edit (KagedSessionManager  *self,
       return NULL;
     }
 
+  g_signal_emit (self, _kaged_session_manager_signals [OPERATOR_REQUEST], 0, session_id);
+
   state = _kaged_session_manager_get_session_state (self, session_id);
   dropped = g_ptr_array_new_with_free_func (g_object_unref);
 

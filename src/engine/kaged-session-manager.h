@@ -60,7 +60,7 @@ G_DECLARE_FINAL_TYPE (KagedSessionManager, kaged_session_manager, KAGED, SESSION
  *   ::run-retrying    (KagedRun *run, KagedAttempt *attempt) — a tier-1 attempt
  *                      failed and another follows after attempt->wait_ms
  *   ::session-changed (KagedSession *session) — idle/running, title
- *   ::operator-request (gint64 session_id) — a post or a regenerate of the
+ *   ::operator-request (gint64 session_id) — a post, regenerate or edit of the
  *                      session is about to change it, whoever called: emitted
  *                      once it is valid, before anything is written. Tier 2
  *                      stands down on it; its own regenerate,

@@ -25,6 +25,7 @@ struct _KagedComposer
 
   /* Template children */
   GtkLabel          *reason_label;
+  GtkLabel          *placeholder_label;
   GtkScrolledWindow *scroller;
   GtkTextView       *text_view;
   GtkStack          *button_stack;
@@ -77,6 +78,8 @@ update_state (KagedComposer *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "composer.stop", self->running);
   gtk_text_view_set_editable (self->text_view, available);
   gtk_label_set_label (self->reason_label, self->disabled_reason);
+  gtk_widget_set_visible (GTK_WIDGET (self->placeholder_label),
+                          gtk_text_buffer_get_char_count (gtk_text_view_get_buffer (self->text_view)) == 0);
   gtk_widget_set_visible (GTK_WIDGET (self->reason_label), !available);
 
   if (available)
@@ -257,6 +260,7 @@ kaged_composer_class_init (KagedComposerClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class, APPLICATION_PATH "/kaged-composer.ui");
   gtk_widget_class_bind_template_child (widget_class, KagedComposer, reason_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedComposer, placeholder_label);
   gtk_widget_class_bind_template_child (widget_class, KagedComposer, scroller);
   gtk_widget_class_bind_template_child (widget_class, KagedComposer, text_view);
   gtk_widget_class_bind_template_child (widget_class, KagedComposer, button_stack);

@@ -436,6 +436,65 @@ test_edit (Fixture       *fixture,
 }
 
 static gboolean
+banner_revealed (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  return kaged_retry_banner_get_revealed (child (fixture, "retry_banner")) == GPOINTER_TO_INT (data);
+}
+
+static gboolean
+banner_says (Fixture       *fixture,
+             gconstpointer  data)
+{
+  return label_shows (child (fixture, "retry_banner"), data);
+}
+
+static gboolean
+retry_watching (Fixture       *fixture,
+                gconstpointer  data)
+{
+  KagedRetryScheduler *scheduler = kaged_retry_banner_get_scheduler (child (fixture, "retry_banner"));
+
+  return scheduler != NULL &&
+         kaged_retry_scheduler_get_state (scheduler) == KAGED_RETRY_SCHEDULER_STATE_WATCHING &&
+         reply_streaming (fixture, GUINT_TO_POINTER (1));
+}
+
+/* A 503 storm: the banner says why Kaged waits, then the retry answers. */
+static void
+test_retry_succeeds (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  send (fixture, "Are you there?");
+  g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (TRUE)));
+  g_assert_true (wait_for (fixture, banner_says, "Retrying in"));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 1)), ==, REPLY);
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+  g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
+}
+
+/* Cancel while the retry's run streams: the banner keeps Cancel until the
+ * retry resolves, and the run ends cancelled. */
+static void
+test_cancel_retry_run (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  KagedRetryBanner *banner = child (fixture, "retry_banner");
+
+  send (fixture, "Are you there?");
+  g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (TRUE)));
+  g_assert_true (wait_for (fixture, retry_watching, NULL));
+  g_assert_true (kaged_retry_banner_get_revealed (banner));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (banner), "retry-banner.cancel", NULL));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
+  g_assert_cmpint (kaged_message_get_status (shown_message (fixture, 1)), ==,
+                   KAGED_MESSAGE_STATUS_CANCELLED);
+}
+
+static gboolean
 toast_shown (Fixture       *fixture,
              gconstpointer  data)
 {
@@ -578,6 +637,13 @@ main (int   argc,
   const char *reply = "[{\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
   const char *slow = "[{\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
 
+  const char *storm =
+    "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
+    " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
+  const char *storm_slow =
+    "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
+    " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
+
   gtk_test_init (&argc, &argv, NULL);
   adw_init ();
 
@@ -590,6 +656,8 @@ main (int   argc,
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);
+  ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
+  ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
 

@@ -293,21 +293,25 @@ test_append_reparses_tail (void)
   g_assert_false (kaged_markdown_set_text (md, text->str));
   g_assert_cmpuint (kaged_markdown_get_blocks_built (md), ==, built);
 
-  /* A new paragraph makes the previous one final: it is parsed once more
-   * (as final), then only the new one. */
+  /* A new paragraph makes the previous one final: the previous one is
+   * parsed alone, then with the new one's first line and that line alone
+   * (to check that the split holds), then the new one as the tail; from
+   * then on only the new one. */
   g_string_append (text, ".\n\nNew paragraph\n");
   kaged_markdown_set_text (md, text->str);
   g_string_append (text, "continues");
   kaged_markdown_set_text (md, text->str);
-  g_assert_cmpuint (kaged_markdown_get_blocks_built (md) - built, ==, 3);
+  g_assert_cmpuint (kaged_markdown_get_blocks_built (md) - built, ==, 6);
   g_assert_cmpuint (kaged_markdown_get_n_final (md), ==, 21);
   g_assert_cmpuint (kaged_markdown_get_n_blocks (md), ==, 22);
   g_assert_cmpstr (kaged_markdown_get_block (md, 21)->markup, ==, "New paragraph\ncontinues");
 
-  /* Text that is not a continuation is parsed from the start. */
+  /* Text that is not a continuation is parsed from the start, its split
+   * checked the same way. */
   built = kaged_markdown_get_blocks_built (md);
   kaged_markdown_set_text (md, "Other\n\ntext");
-  g_assert_cmpuint (kaged_markdown_get_blocks_built (md) - built, ==, 2);
+  g_assert_cmpuint (kaged_markdown_get_blocks_built (md) - built, ==, 5);
+  g_assert_cmpuint (kaged_markdown_get_n_final (md), ==, 1);
   g_assert_cmpuint (kaged_markdown_get_n_blocks (md), ==, 2);
   g_assert_cmpstr (kaged_markdown_get_block (md, 0)->markup, ==, "Other");
 }
@@ -333,6 +337,45 @@ test_fence_stays_open (void)
 }
 
 static void
+test_definitions_parse_whole (void)
+{
+  g_autoptr(KagedMarkdown) md = kaged_markdown_new ();
+
+  /* A link defined after its use: the paragraph that uses it is not final. */
+  kaged_markdown_set_text (md, "See [the site].\n\nMore text\n\nAnd more");
+  g_assert_cmpuint (kaged_markdown_get_n_final (md), ==, 2);
+  kaged_markdown_set_text (md, "See [the site].\n\nMore text\n\nAnd more\n\n[the site]: https://gnome.org\n");
+  g_assert_cmpuint (kaged_markdown_get_n_final (md), ==, 0);
+  g_assert_cmpstr (kaged_markdown_get_block (md, 0)->markup, ==,
+                   "See <a href=\"https://gnome.org\">the site</a>.");
+}
+
+static void
+test_fence_ended_by_list_item (void)
+{
+  g_autoptr(KagedMarkdown) md = kaged_markdown_new ();
+  g_autoptr(KagedMarkdown) whole = kaged_markdown_new ();
+  const char *text = "1. one\n   ```sh\n\"x\n   ```\n\nfoo\n\nbar\n";
+
+  /* The line at the margin ends the item and its fence; the second fence
+   * line opens a fence that holds the rest. */
+  kaged_markdown_set_text (whole, text);
+  for (gsize end = 1; end <= strlen (text); end++)
+    {
+      g_autofree char *prefix = g_strndup (text, end);
+
+      kaged_markdown_set_text (md, prefix);
+    }
+
+  g_assert_cmpuint (kaged_markdown_get_n_blocks (md), ==, kaged_markdown_get_n_blocks (whole));
+  for (guint i = 0; i < kaged_markdown_get_n_blocks (whole); i++)
+    g_assert_true (kaged_markdown_block_equal (kaged_markdown_get_block (md, i),
+                                               kaged_markdown_get_block (whole, i)));
+  g_assert_cmpint (kaged_markdown_get_block (whole, kaged_markdown_get_n_blocks (whole) - 1)->type, ==,
+                   KAGED_MARKDOWN_BLOCK_CODE);
+}
+
+static void
 test_loose_list_stays_open (void)
 {
   g_autoptr(KagedMarkdown) md = kaged_markdown_new ();
@@ -351,6 +394,10 @@ static const char *streamed_documents[] = {
   "1. one\n\n   ```sh\n   ls\n\n   pwd\n   ```\n\n2. two\n\nAfter the list.\n\n---\n\n* x\n  * y\n\n    z\n\nLast",
   "Line one\nline two  \nline three\n\n    indented code\n\n    more code\nText\n\n~~~~\n```\n~~~\n~~~~\n\nend",
   "<div>\n\nhtml?\n\n</div>\n\n***\n\n[a](https://a.example) <https://b.example>\n",
+  /* Found by fuzz/fuzz-markdown.c. */
+  "&[a]\n\n[   ```\n\n2. lw\n   ```\n\n--\n\f* x\n  * yx\n\nconn[a]\n\n[  \na]: ht]\n",
+  "I\n\na | b |\n|---|---|\n| 11\n```\n---|\n\n`` M11\n```\n\n\n`````\n`````\n\nn+/\n`/\n",
+  "0. one\n\n     `one\n\n     ```0. one\n\n``0. one\n\n--|---|\n| 1rn 1 | @l",
 };
 
 static void
@@ -405,6 +452,8 @@ main (int   argc,
   g_test_add_func ("/markdown/streaming/append-reparses-tail", test_append_reparses_tail);
   g_test_add_func ("/markdown/streaming/fence-stays-open", test_fence_stays_open);
   g_test_add_func ("/markdown/streaming/loose-list-stays-open", test_loose_list_stays_open);
+  g_test_add_func ("/markdown/streaming/definitions-parse-whole", test_definitions_parse_whole);
+  g_test_add_func ("/markdown/streaming/fence-ended-by-list-item", test_fence_ended_by_list_item);
   g_test_add_func ("/markdown/streaming/matches-whole", test_streaming_matches_whole);
 
   return g_test_run ();

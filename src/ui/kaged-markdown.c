@@ -29,6 +29,7 @@ struct _KagedMarkdown
 
   GString *text;
   gsize stable_end;
+  guint defines_links : 1;
 
   GPtrArray *final_blocks;
   GPtrArray *tail_blocks;
@@ -39,6 +40,9 @@ struct _KagedMarkdown
 };
 
 G_DEFINE_FINAL_TYPE (KagedMarkdown, kaged_markdown, G_TYPE_OBJECT)
+
+/* A line at the margin, for a line still being written. */
+#define PROBE_LINE "x\n"
 
 #define PARSER_FLAGS (MD_FLAG_TABLES | MD_FLAG_STRIKETHROUGH | MD_FLAG_TASKLISTS | \
                       MD_FLAG_NOHTML | MD_FLAG_PERMISSIVEURLAUTOLINKS | \
@@ -767,14 +771,27 @@ line_is_list_item (const char *line,
   return p == end || *p == ' ' || *p == '\t' || *p == '\r';
 }
 
+/* A line that may end a link reference definition (`[label]: url`, the
+ * label perhaps over several lines, in a quote or a list item). Such a
+ * definition gives meaning to links anywhere in the document, before it
+ * too. */
+static gboolean
+line_may_define_link (const char *line,
+                      const char *end)
+{
+  return g_strstr_len (line, end - line, "]:") != NULL;
+}
+
 /* The last offset after @from where the text before can no longer change
  * meaning: a line that starts at the margin (and is not a list item, which
  * would continue a list), after a blank line, outside a fenced code block.
- * Returns @from when there is none. */
+ * Returns @from when there is none. Sets @defines_links when a line may
+ * define a link reference. */
 static gsize
 find_stable_end (const char *text,
                  gsize       from,
-                 gsize       size)
+                 gsize       size,
+                 gboolean   *defines_links)
 {
   const char *p = text + from;
   const char *end = text + size;
@@ -787,11 +804,15 @@ find_stable_end (const char *text,
     {
       const char *eol = memchr (p, '\n', end - p);
 
+      /* Even in what looks like a fence: a list item may have ended it. */
+      if (line_may_define_link (p, eol != NULL ? eol : end))
+        *defines_links = TRUE;
+
       /* The last line may still grow: it ends what comes before only when
-       * no list item marker can come of it. */
+       * no list item marker or fence can come of it. */
       if (eol == NULL)
         {
-          if (fence_char == '\0' && previous_blank && strchr (" \t\r-+*0123456789", *p) == NULL)
+          if (fence_char == '\0' && previous_blank && strchr (" \t\r-+*0123456789`~", *p) == NULL)
             stable = p - text;
           break;
         }
@@ -886,6 +907,28 @@ kaged_markdown_close_fence (const char *text)
   }
 }
 
+/* Whether @probe, the blocks of the texts of @head and @line together, are
+ * @head's and then @line's. */
+static gboolean
+head_is_closed (GPtrArray *head,
+                GPtrArray *line,
+                GPtrArray *probe)
+{
+  if (probe->len != head->len + line->len)
+    return FALSE;
+
+  for (guint i = 0; i < probe->len; i++)
+    {
+      const KagedMarkdownBlock *part = i < head->len ? g_ptr_array_index (head, i)
+                                                     : g_ptr_array_index (line, i - head->len);
+
+      if (!kaged_markdown_block_equal (part, g_ptr_array_index (probe, i)))
+        return FALSE;
+    }
+
+  return TRUE;
+}
+
 /* --- the object ------------------------------------------------------------------- */
 
 static void
@@ -940,6 +983,7 @@ kaged_markdown_set_text (KagedMarkdown *self,
 {
   gsize size;
   gsize stable_end;
+  gboolean defines_links;
 
   g_return_val_if_fail (KAGED_IS_MARKDOWN (self), FALSE);
 
@@ -950,21 +994,62 @@ kaged_markdown_set_text (KagedMarkdown *self,
   if (size == self->text->len && memcmp (text, self->text->str, size) == 0)
     return FALSE;
 
-  if (size < self->stable_end || memcmp (text, self->text->str, self->stable_end) != 0)
+  if (size < self->stable_end || memcmp (text, self->text->str, self->stable_end) != 0 ||
+      (self->defines_links && !g_str_has_prefix (text, self->text->str)))
     {
       g_ptr_array_set_size (self->final_blocks, 0);
       self->stable_end = 0;
+      self->defines_links = FALSE;
     }
 
-  stable_end = find_stable_end (text, self->stable_end, size);
-  if (stable_end > self->stable_end)
+  defines_links = self->defines_links;
+  stable_end = find_stable_end (text, self->stable_end, size, &defines_links);
+
+  /* A document with link definitions is parsed whole: a definition gives
+   * meaning to the blocks before it. */
+  if (defines_links && !self->defines_links)
     {
-      parse_into (self, text + self->stable_end, stable_end - self->stable_end,
-                  self->final_blocks);
-      self->stable_end = stable_end;
+      g_ptr_array_set_size (self->final_blocks, 0);
+      self->stable_end = 0;
+      self->defines_links = TRUE;
     }
+  if (self->defines_links)
+    stable_end = 0;
 
   g_ptr_array_set_size (self->tail_blocks, 0);
+
+  if (stable_end > self->stable_end)
+    {
+      g_autoptr(GPtrArray) head = g_ptr_array_new_with_free_func (block_free);
+      g_autoptr(GPtrArray) probe = g_ptr_array_new_with_free_func (block_free);
+      g_autoptr(GPtrArray) line_blocks = g_ptr_array_new_with_free_func (block_free);
+      g_autofree char *probe_text = NULL;
+      g_autofree char *line = NULL;
+      const char *eol;
+
+      parse_into (self, text + self->stable_end, stable_end - self->stable_end, head);
+
+      /* The lines alone cannot tell every construct (a fence that a list
+       * item ended early, a table row of backticks): the head is final only
+       * if the line after it reads the same after the head as on its own.
+       * Nothing after that line can reach back into the head. */
+      eol = memchr (text + stable_end, '\n', size - stable_end);
+      if (eol != NULL)
+        line = g_strndup (text + stable_end, eol + 1 - (text + stable_end));
+      else
+        line = g_strdup (PROBE_LINE);
+      probe_text = g_strdup_printf ("%.*s%s", (int)(stable_end - self->stable_end),
+                                    text + self->stable_end, line);
+      parse_into (self, probe_text, strlen (probe_text), probe);
+      parse_into (self, line, strlen (line), line_blocks);
+
+      if (head_is_closed (head, line_blocks, probe))
+        {
+          g_ptr_array_extend_and_steal (self->final_blocks, g_steal_pointer (&head));
+          self->stable_end = stable_end;
+        }
+    }
+
   parse_into (self, text + self->stable_end, size - self->stable_end, self->tail_blocks);
 
   g_string_assign (self->text, text);

@@ -1,0 +1,77 @@
+/* fuzz-markdown.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * Feeds arbitrary text to the Markdown parser, whole and streamed in
+ * pieces, and checks that both give the same blocks, that all markup is
+ * valid UTF-8 and that nothing crashes.
+ */
+
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kaged-markdown.h"
+
+int LLVMFuzzerTestOneInput (const guint8 *data,
+                            size_t        size);
+
+static void
+check_block (const KagedMarkdownBlock *block)
+{
+  if (block->markup != NULL && !g_utf8_validate (block->markup, -1, NULL))
+    abort ();
+  if (block->text != NULL && !g_utf8_validate (block->text, -1, NULL))
+    abort ();
+
+  for (guint i = 0; block->children != NULL && i < block->children->len; i++)
+    check_block (g_ptr_array_index (block->children, i));
+}
+
+int
+LLVMFuzzerTestOneInput (const guint8 *data,
+                        size_t        size)
+{
+  g_autofree char *text = NULL;
+  g_autoptr(KagedMarkdown) whole = kaged_markdown_new ();
+  g_autoptr(KagedMarkdown) streamed = kaged_markdown_new ();
+  g_autofree char *closing = NULL;
+  gsize step;
+  gsize length;
+
+  if (size < 1)
+    return 0;
+
+  /* The first byte chooses the size of the streamed pieces. */
+  step = 1 + data[0] % 16;
+  text = g_strndup ((const char *)data + 1, size - 1);
+  length = strlen (text);
+
+  kaged_markdown_set_text (whole, text);
+
+  for (gsize end = step; ; end += step)
+    {
+      g_autofree char *prefix = g_strndup (text, MIN (end, length));
+
+      kaged_markdown_set_text (streamed, prefix);
+      if (end >= length)
+        break;
+    }
+
+  if (kaged_markdown_get_n_blocks (whole) != kaged_markdown_get_n_blocks (streamed))
+    abort ();
+
+  for (guint i = 0; i < kaged_markdown_get_n_blocks (whole); i++)
+    {
+      const KagedMarkdownBlock *block = kaged_markdown_get_block (whole, i);
+
+      check_block (block);
+      if (!kaged_markdown_block_equal (block, kaged_markdown_get_block (streamed, i)))
+        abort ();
+    }
+
+  closing = kaged_markdown_close_fence (text);
+
+  return 0;
+}

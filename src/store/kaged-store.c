@@ -655,6 +655,7 @@ check_thread (GTask        *task,
   CheckData *data = task_data;
   GError *error = NULL;
   sqlite3 *db = NULL;
+  gboolean ok;
   int rc;
 
   rc = sqlite3_open_v2 (data->path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_EXRESCODE, NULL);
@@ -668,12 +669,16 @@ check_thread (GTask        *task,
 
   sqlite3_busy_timeout (db, BUSY_TIMEOUT_MS);
 
-  if (check_db (db, data->display_name, cancellable, &error))
+  ok = check_db (db, data->display_name, cancellable, &error);
+
+  /* Closed before the answer: whoever gets it may close the store next,
+   * and the last connection to close is the one that empties the WAL. */
+  sqlite3_close (db);
+
+  if (ok)
     g_task_return_boolean (task, TRUE);
   else
     g_task_return_error (task, error);
-
-  sqlite3_close (db);
 }
 
 /**

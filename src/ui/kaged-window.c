@@ -701,6 +701,9 @@ kaged_window_init (KagedWindow *self)
 
   update_content (self);
   update_composer (self);
+
+  /* Ready to write in at once. */
+  kaged_composer_focus (self->composer);
 }
 
 /**

@@ -495,6 +495,63 @@ test_cancel_retry_run (Fixture       *fixture,
 }
 
 static gboolean
+file_exists (Fixture       *fixture,
+             gconstpointer  data)
+{
+  return g_file_test (data, G_FILE_TEST_EXISTS) && label_shows (child (fixture, "toast_overlay"),
+                                                                 "exported");
+}
+
+static void
+test_export (Fixture       *fixture,
+             gconstpointer  data)
+{
+  g_autofree char *path = g_build_filename (fixture->dir, "export.md", NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *markdown = NULL;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+
+  kaged_window_export_to_file (fixture->window, file);
+  g_assert_true (wait_for (fixture, file_exists, path));
+  g_file_get_contents (path, &markdown, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (markdown, "Why is the sky blue?"));
+  g_assert_nonnull (strstr (markdown, REPLY));
+}
+
+static gboolean
+composer_says (Fixture       *fixture,
+               gconstpointer  data)
+{
+  return label_shows (GTK_WIDGET (fixture->composer), data);
+}
+
+/* Without a model nothing can be sent, and the composer says why. */
+static void
+test_no_model (Fixture       *fixture,
+               gconstpointer  data)
+{
+  g_autofree char *kept = NULL;
+
+  g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
+  g_settings_set_string (fixture->settings, "provider-model", "");
+  g_assert_nonnull (kaged_composer_get_disabled_reason (fixture->composer));
+  g_assert_true (wait_for (fixture, composer_says, "model"));
+
+  kaged_composer_set_text (fixture->composer, "Hello?");
+  kaged_composer_send (fixture->composer);
+  kept = kaged_composer_dup_text (fixture->composer);
+  g_assert_cmpstr (kept, ==, "Hello?");
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+
+  g_settings_set_string (fixture->settings, "provider-model", "test-model");
+  g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
+}
+
+static gboolean
 toast_shown (Fixture       *fixture,
              gconstpointer  data)
 {
@@ -656,6 +713,8 @@ main (int   argc,
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);
+  ADD_TEST ("/window/export", reply, test_export);
+  ADD_TEST ("/window/no-model", reply, test_no_model);
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);

@@ -83,6 +83,9 @@ void                 kaged_window_unmark_queued        (KagedWindow      *self,
 void                 kaged_window_class_init_sessions  (GtkWidgetClass   *widget_class);
 void                 kaged_window_finish_deletes       (KagedWindow      *self);
 
+/* kaged-window-export.c: the conversation as Markdown */
+void                 kaged_window_class_init_export    (GtkWidgetClass   *widget_class);
+
 /* kaged-window-search.c: searching titles and messages */
 void                 kaged_window_class_init_search    (GtkWidgetClass   *widget_class);
 void                 kaged_window_init_search          (KagedWindow      *self);

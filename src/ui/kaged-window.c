@@ -94,6 +94,28 @@ kaged_window_toast (KagedWindow *self,
  * The conversation shown
  * ------------------------------------------------------------------------- */
 
+/* Why nothing can be sent, in words, or NULL when a message can be. */
+static const char *
+describe_unusable (KagedWindow *self)
+{
+  KagedProfile *profile;
+
+  if (self->core == NULL)
+    return _("Conversations could not be opened");
+
+  profile = kaged_core_get_profile (self->core);
+  if (profile == NULL)
+    return _("No provider is set up: choose one in Preferences");
+
+  if (kaged_profile_get_model (profile) == NULL || kaged_profile_get_model (profile)[0] == '\0')
+    return _("The provider has no model chosen: choose one in Preferences");
+
+  if (kaged_profile_get_base_url (profile) == NULL || kaged_profile_get_base_url (profile)[0] == '\0')
+    return _("The provider has no address: set one in Preferences");
+
+  return NULL;
+}
+
 static void
 update_composer (KagedWindow *self)
 {
@@ -104,10 +126,7 @@ update_composer (KagedWindow *self)
     running = kaged_session_manager_is_busy (manager, self->session_id);
 
   kaged_composer_set_running (self->composer, running);
-  kaged_composer_set_disabled_reason (self->composer,
-                                      manager == NULL
-                                        ? _("Conversations could not be opened")
-                                        : NULL);
+  kaged_composer_set_disabled_reason (self->composer, describe_unusable (self));
 }
 
 static void
@@ -643,6 +662,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   kaged_window_class_init_messages (widget_class);
   kaged_window_class_init_sessions (widget_class);
   kaged_window_class_init_search (widget_class);
+  kaged_window_class_init_export (widget_class);
 
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_w, GDK_CONTROL_MASK,
                                        "window.close", NULL);
@@ -698,6 +718,9 @@ kaged_window_init (KagedWindow *self)
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
   kaged_window_restore_state (self);
+  /* The provider follows the preferences; so does whether one is usable. */
+  g_signal_connect_object (self->settings, "changed", G_CALLBACK (update_composer), self,
+                           G_CONNECT_SWAPPED | G_CONNECT_AFTER);
 
   update_content (self);
   update_composer (self);

@@ -23,6 +23,8 @@ void         kaged_window_show_session         (KagedWindow    *self,
 gint64       kaged_window_get_session_id       (KagedWindow    *self);
 void         kaged_window_delete_session       (KagedWindow    *self,
                                                 gint64          session_id);
+void         kaged_window_export_to_file       (KagedWindow    *self,
+                                                GFile          *file);
 gboolean     kaged_window_edit                 (KagedWindow    *self,
                                                 gint64          message_id,
                                                 const char     *content);

@@ -639,6 +639,46 @@ test_narrow (Fixture       *fixture,
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
 }
 
+/* Renamed in place: F2 puts the title in an entry; Enter keeps it. */
+static void
+test_rename (Fixture       *fixture,
+             gconstpointer  data)
+{
+  AdwWindowTitle *title = child (fixture, "conversation_title");
+  GtkWidget *sessions = child (fixture, "session_view");
+  GtkWidget *entry = NULL;
+  KagedSessionRow *row = NULL;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpstr (adw_window_title_get_title (title), ==, "Why is the sky blue?");
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.rename-conversation", NULL));
+  for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL && row == NULL;
+       item = gtk_widget_get_next_sibling (item))
+    if (KAGED_IS_SESSION_ROW (gtk_widget_get_first_child (item)))
+      row = KAGED_SESSION_ROW (gtk_widget_get_first_child (item));
+  g_assert_nonnull (row);
+  entry = (GtkWidget *)gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_SESSION_ROW,
+                                                      "title_entry");
+  g_assert_true (gtk_widget_is_visible (entry));
+  gtk_editable_set_text (GTK_EDITABLE (entry), "Rayleigh scattering");
+  g_signal_emit_by_name (entry, "activate");
+
+  g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (row)), ==,
+                   "Rayleigh scattering");
+  g_assert_cmpstr (adw_window_title_get_title (title), ==, "Rayleigh scattering");
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KagedSession) stored = kaged_store_get_session (fixture->store,
+                                                              kaged_window_get_session_id (fixture->window),
+                                                              &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (kaged_session_get_title (stored), ==, "Rayleigh scattering");
+  }
+}
+
 static gboolean
 toast_shown (Fixture       *fixture,
              gconstpointer  data)
@@ -804,6 +844,7 @@ main (int   argc,
   ADD_TEST ("/window/export", reply, test_export);
   ADD_TEST ("/window/no-model", reply, test_no_model);
   ADD_TEST ("/window/narrow", reply, test_narrow);
+  ADD_TEST ("/window/rename", reply, test_rename);
   ADD_TEST ("/window/provider-unreachable", "unreachable", test_provider_unreachable);
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);

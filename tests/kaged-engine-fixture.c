@@ -114,17 +114,43 @@ fixture_set_up (Fixture       *fixture,
   g_assert_no_error (error);
 }
 
+static gboolean
+timeout_cb (gpointer user_data)
+{
+  gboolean *timed_out = user_data;
+
+  *timed_out = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
 void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
+  GWeakRef manager;
+
+  /* Cancelled calls wind down, each releasing the manager when it ends:
+   * the manager goes once the last has. */
   kaged_session_manager_shutdown (fixture->manager);
-  /* Let cancelled calls wind down. */
-  for (guint i = 0; i < 50; i++)
-    g_main_context_iteration (NULL, FALSE);
+  g_weak_ref_init (&manager, fixture->manager);
+  g_clear_object (&fixture->manager);
+  {
+    gboolean timed_out = FALSE;
+    guint id = g_timeout_add_seconds (20, timeout_cb, &timed_out);
+    KagedSessionManager *alive;
+
+    while ((alive = g_weak_ref_get (&manager)) != NULL && !timed_out)
+      {
+        g_object_unref (alive);
+        g_main_context_iteration (NULL, TRUE);
+      }
+    g_clear_object (&alive);
+    g_assert_false (timed_out);
+    g_source_remove (id);
+  }
+  g_weak_ref_clear (&manager);
 
   g_clear_object (&fixture->session);
-  g_clear_object (&fixture->manager);
   g_clear_object (&fixture->store);
   g_clear_object (&fixture->server);
   g_clear_object (&fixture->retry_clock);
@@ -142,15 +168,6 @@ fixture_tear_down (Fixture       *fixture,
   }
   g_clear_pointer (&fixture->db_path, g_free);
   g_clear_pointer (&fixture->dir, g_free);
-}
-
-static gboolean
-timeout_cb (gpointer user_data)
-{
-  gboolean *timed_out = user_data;
-
-  *timed_out = TRUE;
-  return G_SOURCE_REMOVE;
 }
 
 void

@@ -351,6 +351,18 @@ test_definitions_parse_whole (void)
 }
 
 static void
+test_code_does_not_define_links (void)
+{
+  g_autoptr(KagedMarkdown) md = kaged_markdown_new ();
+
+  /* `]:` in code at the margin is code, not a link definition: the blocks
+   * before it stay final. */
+  kaged_markdown_set_text (md, "Intro\n\n```python\nfor x in items[1:]:\n    print(x)\n```\n\nAfter");
+  g_assert_cmpuint (kaged_markdown_get_n_final (md), ==, 2);
+  g_assert_cmpuint (kaged_markdown_get_n_blocks (md), ==, 3);
+}
+
+static void
 test_fence_ended_by_list_item (void)
 {
   g_autoptr(KagedMarkdown) md = kaged_markdown_new ();
@@ -454,6 +466,7 @@ main (int   argc,
   g_test_add_func ("/markdown/streaming/loose-list-stays-open", test_loose_list_stays_open);
   g_test_add_func ("/markdown/streaming/definitions-parse-whole", test_definitions_parse_whole);
   g_test_add_func ("/markdown/streaming/fence-ended-by-list-item", test_fence_ended_by_list_item);
+  g_test_add_func ("/markdown/streaming/code-does-not-define-links", test_code_does_not_define_links);
   g_test_add_func ("/markdown/streaming/matches-whole", test_streaming_matches_whole);
 
   return g_test_run ();

@@ -18,6 +18,7 @@
 #include "kaged-message-row.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
+#include "kaged-session-row.h"
 #include "kaged-store-search.h"
 #include "kaged-window.h"
 
@@ -40,6 +41,14 @@ typedef struct
 static GtkApplication *the_application;
 
 static void
+g_set_str_local (char       **where,
+                 const char  *value)
+{
+  g_free (*where);
+  *where = g_strdup (value);
+}
+
+static void
 activate_cb (GApplication *application,
              gpointer      user_data)
 {
@@ -58,7 +67,8 @@ fixture_set_up (Fixture       *fixture,
 {
   g_autoptr(GError) error = NULL;
   g_autofree char *url = NULL;
-  const char *scenario = data;
+  gboolean unreachable = g_str_equal (data, "unreachable");
+  const char *scenario = unreachable ? "[{\"kind\": \"openai\", \"text\": \"Unused\"}]" : data;
 
   fixture->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
@@ -69,6 +79,9 @@ fixture_set_up (Fixture       *fixture,
   kaged_fake_server_listen (fixture->server, 0, &error);
   g_assert_no_error (error);
   url = kaged_fake_server_get_url (fixture->server);
+  /* Nothing listens on port 9 of this machine: a provider that is down. */
+  if (unreachable)
+    g_set_str_local (&url, "http://127.0.0.1:9/v1");
 
   fixture->settings = g_settings_new (BASE_APPLICATION_ID);
   g_settings_set_string (fixture->settings, "provider-kind", "openai");
@@ -551,6 +564,121 @@ test_no_model (Fixture       *fixture,
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
 }
 
+/* First run with the provider down: the reply says the server could not be
+ * reached, the banner counts down to the retry, and the conversation shows
+ * its retry in the sidebar while another one is shown. */
+static void
+test_provider_unreachable (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  GtkWidget *sessions = child (fixture, "session_view");
+  KagedMessage *reply;
+  gint64 failing;
+
+  send (fixture, "Hello?");
+  g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (TRUE)));
+  g_assert_true (wait_for (fixture, banner_says, "Retrying in"));
+  reply = shown_message (fixture, 1);
+  g_assert_nonnull (reply);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_FAILED);
+  g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_NETWORK);
+  g_assert_true (wait_for (fixture, reply_on_screen, "Could not reach the server"));
+  failing = kaged_window_get_session_id (fixture->window);
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
+  for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_SESSION_ROW (row) &&
+          kaged_session_get_id (kaged_session_row_get_session (KAGED_SESSION_ROW (row))) == failing)
+        {
+          g_assert_true (kaged_session_row_get_retry_shown (KAGED_SESSION_ROW (row)));
+          g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (row), "Retrying in"));
+          return;
+        }
+    }
+  g_assert_not_reached ();
+}
+
+static gboolean
+leaflet_folded (Fixture       *fixture,
+                gconstpointer  data)
+{
+  return adw_leaflet_get_folded (child (fixture, "leaflet")) == GPOINTER_TO_INT (data);
+}
+
+/* At 360 px the sidebar and the conversation take turns. */
+static void
+test_narrow (Fixture       *fixture,
+             gconstpointer  data)
+{
+  AdwLeaflet *leaflet = child (fixture, "leaflet");
+  GtkListView *sessions = child (fixture, "session_view");
+
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+
+  /* New Conversation leads from the sidebar to the composer. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+
+  /* Back to the conversations, and into one again. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+  g_signal_emit_by_name (sessions, "activate", 0);
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+}
+
+/* Renamed in place: F2 puts the title in an entry; Enter keeps it. */
+static void
+test_rename (Fixture       *fixture,
+             gconstpointer  data)
+{
+  AdwWindowTitle *title = child (fixture, "conversation_title");
+  GtkWidget *sessions = child (fixture, "session_view");
+  GtkWidget *entry = NULL;
+  KagedSessionRow *row = NULL;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpstr (adw_window_title_get_title (title), ==, "Why is the sky blue?");
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.rename-conversation", NULL));
+  for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL && row == NULL;
+       item = gtk_widget_get_next_sibling (item))
+    if (KAGED_IS_SESSION_ROW (gtk_widget_get_first_child (item)))
+      row = KAGED_SESSION_ROW (gtk_widget_get_first_child (item));
+  g_assert_nonnull (row);
+  entry = (GtkWidget *)gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_SESSION_ROW,
+                                                      "title_entry");
+  g_assert_true (gtk_widget_is_visible (entry));
+  gtk_editable_set_text (GTK_EDITABLE (entry), "Rayleigh scattering");
+  g_signal_emit_by_name (entry, "activate");
+
+  g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (row)), ==,
+                   "Rayleigh scattering");
+  g_assert_cmpstr (adw_window_title_get_title (title), ==, "Rayleigh scattering");
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KagedSession) stored = kaged_store_get_session (fixture->store,
+                                                              kaged_window_get_session_id (fixture->window),
+                                                              &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (kaged_session_get_title (stored), ==, "Rayleigh scattering");
+  }
+}
+
 static gboolean
 toast_shown (Fixture       *fixture,
              gconstpointer  data)
@@ -715,6 +843,9 @@ main (int   argc,
   ADD_TEST ("/window/edit", reply, test_edit);
   ADD_TEST ("/window/export", reply, test_export);
   ADD_TEST ("/window/no-model", reply, test_no_model);
+  ADD_TEST ("/window/narrow", reply, test_narrow);
+  ADD_TEST ("/window/rename", reply, test_rename);
+  ADD_TEST ("/window/provider-unreachable", "unreachable", test_provider_unreachable);
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);

@@ -799,13 +799,19 @@ find_stable_end (const char *text,
   gboolean previous_blank = FALSE;
   char fence_char = '\0';
   gsize fence_len = 0;
+  gboolean fence_uncertain = FALSE;
+  gboolean previous_has_pipe = FALSE;
 
   while (p < end)
     {
       const char *eol = memchr (p, '\n', end - p);
 
-      /* Even in what looks like a fence: a list item may have ended it. */
-      if (line_may_define_link (p, eol != NULL ? eol : end))
+      /* In a fence at the margin nothing defines a link (code such as
+       * `for x in a[1:]:` would otherwise make every reply with it be parsed
+       * whole); but an indented fence may be in a list item that ended it,
+       * and a fence line right under a table may be a row of it. */
+      if ((fence_char == '\0' || fence_uncertain) &&
+          line_may_define_link (p, eol != NULL ? eol : end))
         *defines_links = TRUE;
 
       /* The last line may still grow: it ends what comes before only when
@@ -826,6 +832,7 @@ find_stable_end (const char *text,
       else if (line_is_blank (p, eol))
         {
           previous_blank = TRUE;
+          previous_has_pipe = FALSE;
         }
       else
         {
@@ -836,10 +843,14 @@ find_stable_end (const char *text,
 
           if (n > 0)
             {
-              fence_char = p[line_indent (p, eol)];
+              gsize indent = line_indent (p, eol);
+
+              fence_char = p[indent];
               fence_len = n;
+              fence_uncertain = indent > 0 || previous_has_pipe;
             }
           previous_blank = FALSE;
+          previous_has_pipe = memchr (p, '|', eol - p) != NULL;
         }
 
       p = eol + 1;

@@ -128,7 +128,9 @@ static void
 finish_rename (KagedSessionRow *self,
                gboolean         commit)
 {
-  if (g_strcmp0 (gtk_stack_get_visible_child_name (self->title_stack), "entry") != 0)
+  /* Focus also leaves the entry while the row is being destroyed. */
+  if (self->title_stack == NULL ||
+      g_strcmp0 (gtk_stack_get_visible_child_name (self->title_stack), "entry") != 0)
     return;
 
   gtk_stack_set_visible_child_name (self->title_stack, "label");

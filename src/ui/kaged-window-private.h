@@ -25,6 +25,7 @@ struct _KagedWindow
   GtkSingleSelection   *session_selection;
   GListModel           *conversation;
   GtkSelectionModel    *message_selection;
+  GSignalGroup         *session_signals; /* the shown KagedSession */
   GHashTable           *queued;     /* gint64 operator message ids waiting their turn */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
   gint64                session_id;

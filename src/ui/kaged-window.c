@@ -150,6 +150,15 @@ update_title (KagedWindow *self)
   if (session != NULL)
     title = kaged_session_get_title (session);
 
+  /* Renamed in the sidebar, or titled by its first message: follow it. */
+  if (self->session_signals != NULL)
+    {
+      g_autoptr(GObject) followed = g_signal_group_dup_target (self->session_signals);
+
+      if (followed != (GObject *)session)
+        g_signal_group_set_target (self->session_signals, session);
+    }
+
   adw_window_title_set_title (self->conversation_title,
                               title != NULL && title[0] != '\0' ? title : _("New Conversation"));
 }
@@ -593,6 +602,7 @@ kaged_window_dispose (GObject *object)
   kaged_window_search_dispose (self);
   g_clear_handle_id (&self->scroll_source, g_source_remove);
   g_clear_object (&self->message_selection);
+  g_clear_object (&self->session_signals);
 
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_WINDOW);
 
@@ -688,6 +698,10 @@ kaged_window_init (KagedWindow *self)
   self->queued = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   self->deleting = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   self->follow_end = TRUE;
+
+  self->session_signals = g_signal_group_new (KAGED_TYPE_SESSION);
+  g_signal_group_connect_swapped (self->session_signals, "notify::title",
+                                  G_CALLBACK (update_title), self);
 
   self->session_selection = gtk_single_selection_new (NULL);
   gtk_single_selection_set_autoselect (self->session_selection, FALSE);

@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+# bench-window.py: the window under Xvfb, measured from outside.
+#
+# SPDX-License-Identifier: GPL-3.0-or-later
+#
+# Run by meson (benchmark "window") under xvfb-run and dbus-run-session.
+# A program's first frame is the moment its toplevel window is mapped and
+# viewable, seen by polling `xdotool search --onlyvisible --pid`; Kaged and
+# gnome-text-editor are measured the same way, each from a clean
+# XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_CACHE_HOME.
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+KAGED = os.environ["KAGED_BINARY"]
+FAKE_PROVIDER = os.environ["FAKE_PROVIDER"]
+FILL = os.environ["BENCH_WINDOW_FILL"]
+N_MESSAGES = 50000
+N_TOKENS = int(os.environ.get("BENCH_WINDOW_TOKENS", "20000"))
+TOKEN_RATE = 200
+LAUNCHES = 3
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def clean_env(work):
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
+        path = os.path.join(work, name.lower())
+        os.makedirs(path, exist_ok=True)
+        env[name] = path
+    env["GSK_RENDERER"] = "cairo"
+    env["GDK_BACKEND"] = "x11"
+    return env
+
+
+def visible_window(pid):
+    out = subprocess.run(["xdotool", "search", "--onlyvisible", "--pid", str(pid)],
+                         capture_output=True, text=True).stdout.split()
+    return out[0] if out else None
+
+
+def launch(argv, env, timeout=60.0):
+    """Starts argv; returns (process, seconds to a viewable window, window id)."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    while time.monotonic() - start < timeout:
+        wid = visible_window(proc.pid)
+        if wid is not None:
+            return proc, time.monotonic() - start, wid
+        if proc.poll() is not None:
+            break
+        time.sleep(0.002)
+    stop(proc)
+    return None, None, None
+
+
+def stop(proc):
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def vm_rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def main_thread_ticks(pid):
+    with open("/proc/%d/task/%d/stat" % (pid, pid)) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15; fields[0] is field 3.
+    return int(fields[11]) + int(fields[12])
+
+
+def first_frame(name, argv_for, runs=LAUNCHES):
+    times = []
+    for _ in range(runs):
+        work = tempfile.mkdtemp(prefix="bench-window-")
+        try:
+            proc, seconds, _ = launch(argv_for(work), clean_env(work))
+            stop(proc)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if seconds is None:
+            print("%s: no window appeared; its figure is skipped" % name)
+            return None
+        times.append(seconds * 1000.0)
+    median = statistics.median(times)
+    print("%s: launch to first frame %.0f ms (median of %d: %s)"
+          % (name, median, runs, ", ".join("%.0f" % t for t in times)))
+    return median
+
+
+def kaged_argv(work, *extra):
+    data = os.path.join(work, "data")
+    os.makedirs(data, exist_ok=True)
+    return [KAGED, "--data-dir", data] + list(extra)
+
+
+def bench_launch():
+    print("# launch to first frame (GSK_RENDERER=cairo, clean XDG dirs)")
+    kaged = first_frame("kaged", kaged_argv)
+    editor_path = shutil.which("gnome-text-editor")
+    editor = None
+    if editor_path is None:
+        print("gnome-text-editor: not installed; its figure is skipped")
+    else:
+        editor = first_frame("gnome-text-editor",
+                             lambda work: [editor_path, "--ignore-session"])
+    if kaged is not None and editor is not None:
+        print("ratio kaged / gnome-text-editor: %.2f (target <= 1.0)" % (kaged / editor))
+
+
+def bench_large_session():
+    print("# open a %d-message conversation" % N_MESSAGES)
+    work = tempfile.mkdtemp(prefix="bench-window-")
+    try:
+        data = os.path.join(work, "data")
+        os.makedirs(data)
+        subprocess.check_call([FILL, data, str(N_MESSAGES)])
+        size = os.path.getsize(os.path.join(data, "kaged.db")) / 1e6
+        proc, seconds, _ = launch([KAGED, "--data-dir", data], clean_env(work))
+        if proc is None:
+            print("kaged: no window appeared; figure skipped")
+            return
+        time.sleep(2.0)
+        rss = vm_rss_mb(proc.pid)
+        stop(proc)
+        print("database %.1f MB; launch to first paint of the conversation %.0f ms "
+              "(target <= 200 ms; includes start-up, see above); RSS %.0f MB (target <= 150 MB)"
+              % (size, seconds * 1000.0, rss))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def markdown_tokens(n):
+    prose = ("The provider streams a reply in small pieces and the window "
+             "shows **each** piece as it comes, with `inline code` too. ").split(" ")
+    code = ["```c\n", "static ", "int\n", "add ", "(int ", "a, ", "int ", "b)\n",
+            "{\n", "  return ", "a + ", "b;\n", "}\n", "```\n"]
+    tokens = []
+    i = 0
+    while len(tokens) < n:
+        tokens.append("\n## Part %d\n\n" % i)
+        tokens.extend(w + " " for w in prose if w)
+        tokens.append("\n\n- a list item\n- another one\n\n")
+        tokens.extend(code)
+        i += 1
+    return tokens[:n]
+
+
+def bench_stream():
+    n = N_TOKENS
+    if n != 20000:
+        print("# note: streaming %d tokens instead of 20,000 (BENCH_WINDOW_TOKENS)" % n)
+    print("# stream a %d-token Markdown reply with code at %d tokens/s" % (n, TOKEN_RATE))
+    work = tempfile.mkdtemp(prefix="bench-window-")
+    provider = proc = None
+    try:
+        tokens = markdown_tokens(n)
+        scenario = os.path.join(work, "scenario.json")
+        with open(scenario, "w") as f:
+            json.dump([{"kind": "openai", "text": "".join(tokens), "chunks": n,
+                        "delay_ms": 1000 // TOKEN_RATE}], f)
+        log_path = os.path.join(work, "provider.log")
+        log = open(log_path, "w+")
+        provider = subprocess.Popen([FAKE_PROVIDER, "--port", "0", "--scenario", scenario],
+                                    stdout=log, stderr=subprocess.STDOUT)
+        url = None
+        for _ in range(500):
+            log.seek(0)
+            match = re.search(r"http://127\.0\.0\.1:\d+", log.read())
+            if match:
+                url = match.group(0)
+                break
+            time.sleep(0.01)
+        if url is None:
+            print("kaged-fake-provider did not start; figure skipped")
+            return
+        data = os.path.join(work, "data")
+        os.makedirs(data)
+        proc, _, wid = launch([KAGED, "--data-dir", data, "--provider-kind", "openai",
+                               "--provider-url", url, "--model", "bench-model"],
+                              clean_env(work))
+        if proc is None:
+            print("kaged: no window appeared; figure skipped")
+            return
+        time.sleep(1.0)
+        subprocess.run(["xdotool", "windowfocus", "--sync", wid], capture_output=True)
+        subprocess.run(["xdotool", "type", "--delay", "20", "Write a long answer"],
+                       capture_output=True)
+        ticks = main_thread_ticks(proc.pid)
+        start = time.monotonic()
+        subprocess.run(["xdotool", "key", "Return"], capture_output=True)
+        db = os.path.join(data, "kaged.db")
+        deadline = start + n / TOKEN_RATE * 3 + 30
+        done = False
+        while time.monotonic() < deadline and not done:
+            time.sleep(0.25)
+            try:
+                with sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=1) as con:
+                    row = con.execute("SELECT count(*) FROM messages WHERE role = 'agent' "
+                                      "AND status = 'complete'").fetchone()
+                done = row[0] > 0
+            except sqlite3.Error:
+                pass
+        elapsed = time.monotonic() - start
+        cpu = (main_thread_ticks(proc.pid) - ticks) / CLK_TCK
+        if not done:
+            print("kaged: the reply did not complete within %.0f s; figure skipped" % elapsed)
+            return
+        print("stream of %.1f s (nominal %.1f s): main-thread CPU %.1f %% (target <= 15 %%)"
+              % (elapsed, n / TOKEN_RATE, 100.0 * cpu / elapsed))
+        print("longest frame: not measured (the benchmark watches the window from outside)")
+    finally:
+        stop(proc)
+        stop(provider)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    if shutil.which("xdotool") is None:
+        print("xdotool is not installed: nothing measured")
+        return 0
+    bench_launch()
+    bench_large_session()
+    bench_stream()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

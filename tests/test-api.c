@@ -1144,6 +1144,152 @@ test_regenerate (Fixture       *fixture,
     }
 }
 
+/* The contents of listed messages, separated by spaces. */
+static char *
+listed_contents (JsonArray *messages)
+{
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; i < json_array_get_length (messages); i++)
+    {
+      JsonObject *message = json_array_get_object_element (messages, i);
+
+      if (i > 0)
+        g_string_append_c (out, ' ');
+      g_string_append (out, json_object_get_string_member (message, "content"));
+    }
+
+  return g_string_free (out, FALSE);
+}
+
+static gint64
+post_and_finish (Fixture     *fixture,
+                 EventClient *events,
+                 gint64       session_id,
+                 const char  *content)
+{
+  g_autoptr(JsonObject) receipt = post_message (fixture, session_id, content);
+
+  wait_event (events, "run.finished", json_object_get_int_member (receipt, "run_id"));
+
+  return json_object_get_int_member (receipt, "message_id");
+}
+
+static gboolean
+page_has_more (Fixture    *fixture,
+               gint64      session_id,
+               const char *query)
+{
+  g_autofree char *path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages%s",
+                                           session_id, query);
+  g_autoptr(Response) response = request (fixture, "GET", path, NULL);
+
+  g_assert_cmpuint (response->status, ==, SOUP_STATUS_OK);
+
+  return json_object_get_boolean_member (response_object (response), "has_more");
+}
+
+/* A regenerated reply stands with its question, before later turns whose
+ * messages were written before it, and paging follows that order. */
+static void
+test_list_after_regenerate (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(EventClient) events = NULL;
+  g_autoptr(JsonArray) before = NULL;
+  g_autoptr(JsonArray) current = NULL;
+  g_autoptr(JsonArray) everything = NULL;
+  g_autoptr(JsonArray) page = NULL;
+  g_autoptr(Response) again = NULL;
+  g_autoptr(Response) unknown = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *listed = NULL;
+  g_autofree char *query = NULL;
+  gint64 session_id;
+  gint64 q1_id;
+  gint64 old_a1_id;
+  gint64 q2_id;
+  gint64 new_run_id;
+
+  fixture_set_scenario (fixture,
+                        "[{\"kind\": \"openai\", \"text\": \"A1\"},"
+                        " {\"kind\": \"openai\", \"text\": \"A2\"},"
+                        " {\"kind\": \"openai\", \"text\": \"A1'\"},"
+                        " {\"kind\": \"openai\", \"text\": \"A3\"}]");
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Order");
+  events = open_events (fixture, session_id);
+
+  q1_id = post_and_finish (fixture, events, session_id, "Q1");
+  q2_id = post_and_finish (fixture, events, session_id, "Q2");
+  before = list_messages (fixture, session_id, NULL);
+  listed = listed_contents (before);
+  g_assert_cmpstr (listed, ==, "Q1 A1 Q2 A2");
+  old_a1_id = json_object_get_int_member (json_array_get_object_element (before, 1), "id");
+
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages/%" G_GINT64_FORMAT
+                          "/regenerate", session_id, q1_id);
+  again = request (fixture, "POST", path, NULL);
+  g_assert_cmpuint (again->status, ==, SOUP_STATUS_ACCEPTED);
+  new_run_id = json_object_get_int_member (response_object (again), "run_id");
+  wait_event (events, "run.finished", new_run_id);
+  post_and_finish (fixture, events, session_id, "Q3");
+
+  current = list_messages (fixture, session_id, NULL);
+  g_clear_pointer (&listed, g_free);
+  listed = listed_contents (current);
+  g_assert_cmpstr (listed, ==, "Q1 A1' Q3 A3");
+
+  everything = list_messages (fixture, session_id, "?include_superseded=true");
+  g_clear_pointer (&listed, g_free);
+  listed = listed_contents (everything);
+  g_assert_cmpstr (listed, ==, "Q1 A1 A1' Q2 A2 Q3 A3");
+
+  /* Pages of the current messages, from a current and from a superseded
+   * message. */
+  query = g_strdup_printf ("?after=%" G_GINT64_FORMAT "&limit=2", q1_id);
+  page = list_messages (fixture, session_id, query);
+  g_clear_pointer (&listed, g_free);
+  listed = listed_contents (page);
+  g_assert_cmpstr (listed, ==, "A1' Q3");
+  g_assert_true (page_has_more (fixture, session_id, query));
+
+  g_clear_pointer (&query, g_free);
+  g_clear_pointer (&page, json_array_unref);
+  query = g_strdup_printf ("?after=%" G_GINT64_FORMAT "&limit=3", old_a1_id);
+  page = list_messages (fixture, session_id, query);
+  g_clear_pointer (&listed, g_free);
+  listed = listed_contents (page);
+  g_assert_cmpstr (listed, ==, "A1' Q3 A3");
+  g_assert_false (page_has_more (fixture, session_id, query));
+
+  g_clear_pointer (&query, g_free);
+  g_clear_pointer (&page, json_array_unref);
+  query = g_strdup_printf ("?after=%" G_GINT64_FORMAT, q2_id);
+  page = list_messages (fixture, session_id, query);
+  g_clear_pointer (&listed, g_free);
+  listed = listed_contents (page);
+  g_assert_cmpstr (listed, ==, "Q3 A3");
+
+  /* And with the superseded ones. */
+  g_clear_pointer (&query, g_free);
+  g_clear_pointer (&page, json_array_unref);
+  query = g_strdup_printf ("?include_superseded=true&after=%" G_GINT64_FORMAT "&limit=3",
+                           old_a1_id);
+  page = list_messages (fixture, session_id, query);
+  g_clear_pointer (&listed, g_free);
+  listed = listed_contents (page);
+  g_assert_cmpstr (listed, ==, "A1' Q2 A2");
+  g_assert_true (page_has_more (fixture, session_id, query));
+
+  /* After a message the session does not have. */
+  g_clear_pointer (&path, g_free);
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages?after=999999",
+                          session_id);
+  unknown = request (fixture, "GET", path, NULL);
+  g_assert_cmpuint (unknown->status, ==, SOUP_STATUS_NOT_FOUND);
+}
+
 static void
 test_edit (Fixture       *fixture,
            gconstpointer  data)
@@ -2118,6 +2264,7 @@ main (int   argc,
   ADD ("flow/post-events-messages", test_post_events_messages);
   ADD ("flow/queue", test_queue_behind_active_run);
   ADD ("flow/regenerate", test_regenerate);
+  ADD ("flow/list-after-regenerate", test_list_after_regenerate);
   ADD ("flow/edit", test_edit);
   ADD ("flow/cancel", test_cancel);
   ADD ("flow/overloaded-classification", test_overloaded_classification);

@@ -439,6 +439,7 @@ test_regenerate (Fixture       *fixture,
   GListModel *model = G_LIST_MODEL (conversation);
   gint64 session_id = kaged_session_get_id (fixture->session);
   guint n_notify = 0;
+  guint position = 0;
 
   set_scenario (fixture,
                 "[{\"kind\": \"openai\", \"text\": \"A1\"},"
@@ -496,6 +497,17 @@ test_regenerate (Fixture       *fixture,
   g_clear_pointer (&listed, g_free);
   listed = contents (model);
   g_assert_cmpstr (listed, ==, "Q1 A1 again");
+
+  /* Superseded messages stand where the first current one after them does. */
+  g_assert_true (kaged_conversation_find_position (conversation,
+                                                   kaged_message_get_id (old_reply),
+                                                   &position, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (position, ==, 2);
+  g_assert_true (kaged_conversation_find_position (conversation, q1->message_id, &position,
+                                                   &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (position, ==, 0);
 }
 
 /* A session of 25,000 questions and answers written straight into the
@@ -606,6 +618,76 @@ test_lazy_paging (Fixture       *fixture,
   g_assert_true (first == first_again);
 }
 
+static void
+assert_position (KagedConversation *conversation,
+                 gint64             message_id,
+                 guint              expected)
+{
+  g_autoptr(GError) error = NULL;
+  guint position = G_MAXUINT;
+
+  g_assert_true (kaged_conversation_find_position (conversation, message_id, &position, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (position, ==, expected);
+}
+
+/* A message's position is counted in the store, not found by reading
+ * everything before it; a page read from there is all that is loaded. */
+static void
+test_find_position (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = NULL;
+  g_autoptr(KagedSession) other = NULL;
+  g_autoptr(GError) error = NULL;
+  GListModel *model;
+  gint64 session_id = fill_long_session (fixture, 25000);
+  guint position = 7;
+  guint loaded;
+
+  conversation = kaged_conversation_new (fixture->manager, session_id, &error);
+  g_assert_no_error (error);
+  model = G_LIST_MODEL (conversation);
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 50000);
+
+  /* Question t has id 1000 + 2t; the answer to an even question was
+   * written after the next question. */
+  assert_position (conversation, 1000, 0);
+  assert_position (conversation, 100000000, 1);
+  assert_position (conversation, 1000 + 2 * 1, 2);
+  assert_position (conversation, 1000 + 2 * 12500, 25000);
+  assert_position (conversation, 100000000 + 12500, 25001);
+  assert_position (conversation, 1000 + 2 * 24999 + 1, 49999);
+  g_assert_cmpuint (_kaged_conversation_get_n_loaded (conversation), ==, 0);
+
+  /* A page of 50 in the middle, as the HTTP API reads after= a message. */
+  for (guint i = 25001; i < 25051; i++)
+    assert_turn (model, i);
+  loaded = _kaged_conversation_get_n_loaded (conversation);
+  g_test_message ("%u messages read for a page of 50", loaded);
+  g_assert_cmpuint (loaded, >=, 50);
+  g_assert_cmpuint (loaded, <=, 128);
+
+  /* Loaded messages are found among the loaded ones, and agree. */
+  assert_position (conversation, 100000000 + 12510, 25021);
+  assert_position (conversation, 1000 + 2 * 12521 + 1, 25043);
+  g_assert_cmpuint (_kaged_conversation_get_n_loaded (conversation), ==, loaded);
+
+  /* Messages the session does not have. */
+  g_assert_false (kaged_conversation_find_position (conversation, 999, &position, &error));
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+  g_assert_cmpuint (position, ==, 7);
+  g_clear_error (&error);
+
+  other = kaged_store_create_session (fixture->store, "Other", &error);
+  g_assert_no_error (error);
+  g_clear_object (&conversation);
+  conversation = kaged_conversation_new (fixture->manager, kaged_session_get_id (other), &error);
+  g_assert_no_error (error);
+  g_assert_false (kaged_conversation_find_position (conversation, 1000, &position, &error));
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -621,6 +703,7 @@ main (int   argc,
   ADD ("open-while-streaming", test_open_while_streaming);
   ADD ("regenerate", test_regenerate);
   ADD ("lazy-paging", test_lazy_paging);
+  ADD ("find-position", test_find_position);
 
 #undef ADD
 

@@ -584,6 +584,24 @@ test_conversation_order (Fixture       *fixture,
   }
   a3b = add_agent (store, session_id, r3b, "A3 again", KAGED_MESSAGE_STATUS_COMPLETE);
 
+  /* Counting before: the current messages before a message, superseded or
+   * not; all of them with the superseded ones. */
+  g_assert_true (kaged_store_count_messages_before (store, session_id, FALSE, a2, &n, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (n, ==, 3);
+  g_assert_true (kaged_store_count_messages_before (store, session_id, FALSE, a3b, &n, &error));
+  g_assert_cmpuint (n, ==, 5);
+  g_assert_true (kaged_store_count_messages_before (store, session_id, FALSE, a3, &n, &error));
+  g_assert_cmpuint (n, ==, 5);
+  g_assert_true (kaged_store_count_messages_before (store, session_id, TRUE, a3b, &n, &error));
+  g_assert_cmpuint (n, ==, 6);
+  g_assert_true (kaged_store_count_messages_before (store, session_id, FALSE, q1, &n, &error));
+  g_assert_cmpuint (n, ==, 0);
+  g_assert_false (kaged_store_count_messages_before (store, session_id + 1, FALSE, q1, &n,
+                                                     &error));
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
   {
     g_autoptr(GPtrArray) all = list_all (store, session_id, TRUE);
     g_autoptr(GArray) ids = ids_of (all);

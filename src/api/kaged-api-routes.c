@@ -134,6 +134,72 @@ get_session (KagedApiServer       *self,
   kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
 }
 
+/* The messages from the conversation's list, a page from the first after
+ * @after (0: from the start); the superseded ones with them when asked. */
+static GPtrArray *
+read_messages (KagedConversation  *conversation,
+               gboolean            include_superseded,
+               gint64              after,
+               guint64             limit,
+               gboolean           *has_more,
+               GError            **error)
+{
+  GListModel *model = G_LIST_MODEL (conversation);
+  g_autoptr(GPtrArray) messages = NULL;
+  guint start = 0;
+  guint end;
+  guint n;
+
+  /* @after must be a message of the session, superseded or not. */
+  if (after > 0 && !kaged_conversation_find_position (conversation, after, &start, error))
+    return NULL;
+
+  if (include_superseded)
+    {
+      /* One more than asked tells whether another page follows. */
+      messages = kaged_conversation_list_all (conversation, after,
+                                              limit > 0 ? (guint)limit + 1 : 0, error);
+      if (messages == NULL)
+        return NULL;
+
+      *has_more = limit > 0 && messages->len > limit;
+      if (*has_more)
+        g_ptr_array_set_size (messages, (guint)limit);
+
+      return g_steal_pointer (&messages);
+    }
+
+  n = g_list_model_get_n_items (model);
+  if (after > 0)
+    {
+      /* A superseded @after stands just before @start, a current one at it. */
+      g_autoptr(KagedMessage) first = g_list_model_get_item (model, start);
+
+      if (first != NULL && kaged_message_get_id (first) == after)
+        start++;
+    }
+
+  end = limit > 0 && limit < n - start ? start + (guint)limit : n;
+  *has_more = end < n;
+
+  messages = g_ptr_array_new_full (end - start, g_object_unref);
+  for (guint i = start; i < end; i++)
+    {
+      KagedMessage *message = g_list_model_get_item (model, i);
+
+      if (message == NULL)
+        {
+          g_set_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_STORE,
+                       _("The messages of session %lld could not be read"),
+                       (long long) kaged_conversation_get_session_id (conversation));
+          return NULL;
+        }
+      g_ptr_array_add (messages, message);
+    }
+
+  return g_steal_pointer (&messages);
+}
+
 static void
 list_messages (KagedApiServer       *self,
                SoupServerMessage    *msg,
@@ -141,6 +207,7 @@ list_messages (KagedApiServer       *self,
                const KagedApiTarget *target)
 {
   g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedConversation) conversation = NULL;
   g_autoptr(GPtrArray) messages = NULL;
   g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(GError) error = NULL;
@@ -148,7 +215,6 @@ list_messages (KagedApiServer       *self,
   guint64 after;
   guint64 limit;
   gboolean has_more = FALSE;
-  guint n;
 
   if (!kaged_api_read_bool_parameter (msg, query, "include_superseded", &include_superseded) ||
       !kaged_api_read_int_parameter (msg, query, "after", G_MAXINT64, &after) ||
@@ -159,29 +225,21 @@ list_messages (KagedApiServer       *self,
   if (session == NULL)
     return;
 
-  /* One more than asked tells whether another page follows. */
-  messages = kaged_store_list_messages (kaged_core_get_store (self->core),
-                                        target->session_id, include_superseded,
-                                        (gint64)after, limit > 0 ? (guint)limit + 1 : 0,
-                                        &error);
+  conversation = kaged_core_open_conversation (self->core, target->session_id, &error);
+  if (conversation != NULL)
+    messages = read_messages (conversation, include_superseded, (gint64)after, limit,
+                              &has_more, &error);
   if (messages == NULL)
     {
       kaged_api_respond_engine_error (msg, error);
       return;
     }
 
-  n = messages->len;
-  if (limit > 0 && n > limit)
-    {
-      n = limit;
-      has_more = TRUE;
-    }
-
   builder = json_builder_new ();
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "messages");
   json_builder_begin_array (builder);
-  for (guint i = 0; i < n; i++)
+  for (guint i = 0; i < messages->len; i++)
     kaged_api_wire_add_message (builder, g_ptr_array_index (messages, i));
   json_builder_end_array (builder);
   json_builder_set_member_name (builder, "has_more");

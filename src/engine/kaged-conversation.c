@@ -749,6 +749,94 @@ kaged_conversation_get_anchor_id (KagedConversation *self,
   return kaged_run_get_anchor_id (run);
 }
 
+/**
+ * kaged_conversation_find_position:
+ * @message_id: a message of the session
+ * @position: (out): where it stands in the list
+ *
+ * Finds where a message stands without reading the messages before it:
+ * the store counts them. A message not in the list (superseded) gets the
+ * position it would have, that of the first current message after it, or
+ * the number of items when none follows.
+ *
+ * Returns: %TRUE, or %FALSE with @error set
+ *   (%KAGED_ENGINE_ERROR_NOT_FOUND when the session has no such message)
+ */
+gboolean
+kaged_conversation_find_position (KagedConversation  *self,
+                                  gint64              message_id,
+                                  guint              *position,
+                                  GError            **error)
+{
+  GError *store_error = NULL;
+  KagedMessage *object;
+  guint n_before = 0;
+  gint64 known;
+
+  g_return_val_if_fail (KAGED_IS_CONVERSATION (self), FALSE);
+  g_return_val_if_fail (position != NULL, FALSE);
+  g_return_val_if_fail (error == NULL || *error == NULL, FALSE);
+
+  object = g_hash_table_lookup (self->objects, &message_id);
+  if (object != NULL && (known = find_position (self, object)) >= 0)
+    {
+      *position = (guint)known;
+      return TRUE;
+    }
+
+  if (!kaged_store_count_messages_before (self->store, self->session_id, FALSE, message_id,
+                                          &n_before, &store_error))
+    return _kaged_session_manager_propagate_store_error (error, store_error);
+
+  *position = MIN (n_before, self->items->len);
+  return TRUE;
+}
+
+/**
+ * kaged_conversation_list_all:
+ * @after_id: list messages after this one, or 0 to start at the beginning
+ * @limit: at most this many, or 0 for all
+ *
+ * Pages through every message of the session in conversation order, the
+ * superseded ones included (which the list leaves out), as
+ * kaged_store_list_messages() does. The messages of the list are the
+ * list's objects, a streaming reply with the text announced so far.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages, or
+ *   %NULL with @error set
+ */
+GPtrArray *
+kaged_conversation_list_all (KagedConversation  *self,
+                             gint64              after_id,
+                             guint               limit,
+                             GError            **error)
+{
+  g_autoptr(GPtrArray) page = NULL;
+  GError *store_error = NULL;
+  GPtrArray *objects;
+
+  g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+
+  page = kaged_store_list_messages (self->store, self->session_id, TRUE, after_id, limit,
+                                    &store_error);
+  if (page == NULL)
+    {
+      _kaged_session_manager_propagate_store_error (error, store_error);
+      return NULL;
+    }
+
+  objects = g_ptr_array_new_full (page->len, g_object_unref);
+  for (guint i = 0; i < page->len; i++)
+    {
+      KagedMessage *message = g_object_ref (g_ptr_array_index (page, i));
+
+      g_ptr_array_add (objects, g_object_ref (adopt (self, message)));
+    }
+
+  return objects;
+}
+
 /* How many messages were read from the store so far, for tests. */
 guint
 _kaged_conversation_get_n_loaded (KagedConversation *self)

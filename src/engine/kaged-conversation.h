@@ -24,5 +24,13 @@ GPtrArray         *kaged_conversation_list_versions  (KagedConversation    *self
                                                       GError              **error);
 gint64             kaged_conversation_get_anchor_id  (KagedConversation    *self,
                                                       KagedMessage         *message);
+gboolean           kaged_conversation_find_position  (KagedConversation    *self,
+                                                      gint64                message_id,
+                                                      guint                *position,
+                                                      GError              **error);
+GPtrArray         *kaged_conversation_list_all       (KagedConversation    *self,
+                                                      gint64                after_id,
+                                                      guint                 limit,
+                                                      GError              **error);
 
 G_END_DECLS

@@ -495,6 +495,66 @@ kaged_store_count_messages_after (KagedStore  *self,
   return TRUE;
 }
 
+/**
+ * kaged_store_count_messages_before:
+ * @session_id: the session
+ * @include_superseded: whether to count superseded messages too
+ * @message_id: a message of the session, superseded or not
+ * @n_messages: (out): how many messages stand before it
+ *
+ * Counts the messages before @message_id in conversation order: the
+ * position of a message in a listing, without reading what comes before
+ * it. Fails with %KAGED_STORE_ERROR_NOT_FOUND when the session has no such
+ * message.
+ */
+gboolean
+kaged_store_count_messages_before (KagedStore  *self,
+                                   gint64       session_id,
+                                   gboolean     include_superseded,
+                                   gint64       message_id,
+                                   guint       *n_messages,
+                                   GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gboolean has_row = FALSE;
+  gint64 turn;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (n_messages != NULL, FALSE);
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_TURN, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, message_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, session_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  if (!has_row)
+    {
+      g_set_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND,
+                   _("Message %lld is not part of session %lld"),
+                   (long long) message_id, (long long) session_id);
+      return FALSE;
+    }
+
+  turn = sqlite3_column_int64 (stmt, 0);
+  g_clear_pointer (&stmt, _kaged_store_cached_stmt_release);
+
+  stmt = _kaged_store_get_stmt (self,
+                                include_superseded ? STMT_MESSAGE_COUNT_ALL_BEFORE
+                                                   : STMT_MESSAGE_COUNT_CURRENT_BEFORE,
+                                error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  *n_messages = has_row ? (guint)sqlite3_column_int64 (stmt, 0) : 0;
+  return TRUE;
+}
+
 gboolean
 kaged_store_count_messages (KagedStore  *self,
                             gint64       session_id,

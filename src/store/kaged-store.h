@@ -203,6 +203,12 @@ gboolean              kaged_store_count_messages_after (KagedStore              
                                                         gint64                      message_id,
                                                         guint                      *n_messages,
                                                         GError                    **error);
+gboolean              kaged_store_count_messages_before (KagedStore                *self,
+                                                        gint64                      session_id,
+                                                        gboolean                    include_superseded,
+                                                        gint64                      message_id,
+                                                        guint                      *n_messages,
+                                                        GError                    **error);
 gboolean              kaged_store_count_messages       (KagedStore                 *self,
                                                         gint64                      session_id,
                                                         gboolean                    include_superseded,

@@ -13,6 +13,8 @@
 #include <glib/gstdio.h>
 
 #include "kaged-composer.h"
+#include "kaged-conversation.h"
+#include "kaged-conversation-private.h"
 #include "kaged-desktop.h"
 #include "kaged-fake-server.h"
 #include "kaged-message-row.h"
@@ -815,6 +817,278 @@ test_search (Fixture       *fixture,
   g_assert_true (wait_for (fixture, sidebar_shows, "sessions"));
 }
 
+/* --- a long conversation --------------------------------------------------------- */
+
+#define LONG_CONVERSATION 3000
+#define MARKED_POSITION 7
+
+/* Writes a conversation of @n messages straight to the store, message
+ * MARKED_POSITION with a word no other has, and returns the session. */
+static gint64
+fill_conversation (Fixture *fixture,
+                   guint    n,
+                   gint64  *marked_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedSession) session = kaged_core_create_session (fixture->core, "Long", &error);
+  gint64 session_id;
+  gint64 run_id = 0;
+
+  g_assert_no_error (error);
+  session_id = kaged_session_get_id (session);
+
+  g_assert_true (kaged_store_begin (fixture->store, &error));
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(KagedMessage) message = kaged_message_new ();
+      g_autofree char *text = NULL;
+
+      text = g_strdup_printf ("Message %u%s. Some prose to give the row a few lines: the provider "
+                              "streams a reply in small pieces and the window shows each piece "
+                              "as it comes, with *emphasis* and `code` too.",
+                              i, i == MARKED_POSITION ? " about zanzibar" : "");
+      kaged_message_set_session_id (message, session_id);
+      kaged_message_set_content (message, text);
+      if (i % 2 == 0)
+        {
+          kaged_message_set_role (message, KAGED_MESSAGE_ROLE_OPERATOR);
+        }
+      else
+        {
+          kaged_message_set_role (message, KAGED_MESSAGE_ROLE_AGENT);
+          kaged_message_set_run_id (message, run_id);
+          kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+        }
+      g_assert_true (kaged_store_append_message (fixture->store, message, &error));
+      g_assert_no_error (error);
+      if (i == MARKED_POSITION && marked_id != NULL)
+        *marked_id = kaged_message_get_id (message);
+
+      if (i % 2 == 0)
+        {
+          g_autoptr(KagedRun) run = kaged_run_new ();
+
+          kaged_run_set_session_id (run, session_id);
+          kaged_run_set_anchor_id (run, kaged_message_get_id (message));
+          kaged_run_set_status (run, KAGED_RUN_STATUS_SUCCEEDED);
+          g_assert_true (kaged_store_create_run (fixture->store, run, &error));
+          run_id = kaged_run_get_id (run);
+        }
+    }
+  g_assert_true (kaged_store_commit (fixture->store, &error));
+
+  return session_id;
+}
+
+/* The conversation behind the list, under whatever wraps it. */
+static KagedConversation *
+shown_conversation (Fixture *fixture)
+{
+  GObject *model = G_OBJECT (shown_messages (fixture));
+
+  while (model != NULL && !KAGED_IS_CONVERSATION (model))
+    {
+      g_autoptr(GObject) inner = NULL;
+
+      if (g_object_class_find_property (G_OBJECT_GET_CLASS (model), "model") == NULL)
+        return NULL;
+      g_object_get (model, "model", &inner, NULL);
+      model = inner;
+    }
+
+  return KAGED_CONVERSATION (model);
+}
+
+/* Rows the list view holds with a message bound. */
+static guint
+n_bound_rows (Fixture *fixture)
+{
+  GtkWidget *view = child (fixture, "message_view");
+  guint n = 0;
+
+  for (GtkWidget *item = gtk_widget_get_first_child (view); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row) && kaged_message_row_get_message (KAGED_MESSAGE_ROW (row)) != NULL)
+        n++;
+    }
+
+  return n;
+}
+
+/* Lets the window lay out and paint for @ms milliseconds. */
+static void
+settle (guint ms)
+{
+  gint64 until = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < until)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+/* Where the top of the row of @message_id stands in the viewport, or
+ * G_MAXDOUBLE when the row is not on screen. */
+static double
+row_top (Fixture *fixture,
+         gint64   message_id)
+{
+  KagedMessageRow *row = row_of (fixture, message_id);
+  GtkScrolledWindow *scroller = child (fixture, "scroller");
+  double x = 0, y = 0;
+
+  if (row == NULL || !gtk_widget_get_mapped (GTK_WIDGET (row)) ||
+      !gtk_widget_translate_coordinates (GTK_WIDGET (row), GTK_WIDGET (scroller), 0, 0, &x, &y))
+    return G_MAXDOUBLE;
+
+  return y;
+}
+
+static gboolean
+at_end (Fixture       *fixture,
+        gconstpointer  data)
+{
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (child (fixture, "scroller"));
+  gint64 last_id = GPOINTER_TO_SIZE (data);
+  double top = row_top (fixture, last_id);
+
+  return gtk_adjustment_get_upper (adjustment) > gtk_adjustment_get_page_size (adjustment) &&
+         top < gtk_adjustment_get_page_size (adjustment);
+}
+
+static gint64
+last_message_id (Fixture *fixture,
+                 gint64   session_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) last = kaged_store_list_messages_at (fixture->store, session_id, FALSE,
+                                                            0, 1, TRUE, &error);
+
+  g_assert_no_error (error);
+  g_assert_cmpuint (last->len, ==, 1);
+  return kaged_message_get_id (g_ptr_array_index (last, 0));
+}
+
+/* A long conversation opens at its end having read and bound only about a
+ * screenful of messages, not hundreds. */
+static void
+test_long_conversation_opens_at_end (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, NULL);
+  gint64 last_id = last_message_id (fixture, session_id);
+  KagedConversation *conversation;
+
+  kaged_window_show_session (fixture->window, session_id);
+  g_assert_true (wait_for (fixture, at_end, GSIZE_TO_POINTER (last_id)));
+  settle (300);
+  g_assert_true (at_end (fixture, GSIZE_TO_POINTER (last_id)));
+
+  conversation = shown_conversation (fixture);
+  g_assert_nonnull (conversation);
+  g_assert_cmpuint (_kaged_conversation_get_n_loaded (conversation), <=, 128);
+  g_assert_cmpuint (n_bound_rows (fixture), <=, 64);
+}
+
+typedef struct
+{
+  gint64 message_id;
+  guint  n_shown;
+} Anchor;
+
+/* More messages are shown, above the anchor, which stays at the top of
+ * the view (below the list's padding). */
+static gboolean
+grown_above (Fixture       *fixture,
+             gconstpointer  data)
+{
+  const Anchor *anchor = data;
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (child (fixture, "scroller"));
+  double top = row_top (fixture, anchor->message_id);
+
+  return n_shown (fixture) > anchor->n_shown &&
+         gtk_adjustment_get_value (adjustment) > 0 &&
+         top >= 0 && top <= 6;
+}
+
+/* Scrolling to the top of what is shown brings older messages above it,
+ * and the message the view showed stays where it was; on to the first. */
+static void
+test_long_conversation_scrolls_back (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (child (fixture, "scroller"));
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) first = NULL;
+  gint64 session_id = fill_conversation (fixture, 400, NULL);
+  gint64 last_id = last_message_id (fixture, session_id);
+  gint64 first_id;
+  guint steps = 0;
+
+  first = kaged_store_list_messages (fixture->store, session_id, FALSE, 0, 1, &error);
+  g_assert_no_error (error);
+  first_id = kaged_message_get_id (g_ptr_array_index (first, 0));
+
+  kaged_window_show_session (fixture->window, session_id);
+  g_assert_true (wait_for (fixture, at_end, GSIZE_TO_POINTER (last_id)));
+  settle (200);
+  g_assert_cmpuint (n_shown (fixture), <, 400);
+
+  while (kaged_message_get_id (shown_message (fixture, 0)) != first_id)
+    {
+      Anchor anchor = { kaged_message_get_id (shown_message (fixture, 0)), n_shown (fixture) };
+
+      g_assert_cmpuint (++steps, <=, 40);
+
+      /* The user reaches the top: the oldest message shown is at its top. */
+      gtk_adjustment_set_value (adjustment, 0);
+
+      /* Older messages come above it, and it does not move. */
+      g_assert_true (wait_for (fixture, grown_above, &anchor));
+      settle (100);
+      g_assert_true (grown_above (fixture, &anchor));
+    }
+
+  g_assert_cmpuint (n_shown (fixture), ==, 400);
+}
+
+static gboolean
+row_in_view (Fixture       *fixture,
+             gconstpointer  data)
+{
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (child (fixture, "scroller"));
+  double top = row_top (fixture, GPOINTER_TO_SIZE (data));
+
+  return top != G_MAXDOUBLE && top >= -1.0 && top < gtk_adjustment_get_page_size (adjustment);
+}
+
+/* A search result in a message opens the conversation scrolled to it,
+ * however far back it stands. */
+static void
+test_search_opens_at_match (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  GtkEditable *entry = child (fixture, "search_entry");
+  GtkWidget *results = child (fixture, "results_view");
+  gint64 marked_id = 0;
+  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, &marked_id);
+  GtkWidget *row;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  gtk_editable_set_text (entry, "zanzibar");
+  g_assert_true (wait_for (fixture, results_show, "zanzibar"));
+  row = gtk_widget_get_first_child (results);
+  g_assert_nonnull (row);
+
+  g_signal_emit_by_name (results, "row-activated", row);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, session_id);
+  g_assert_true (wait_for (fixture, row_in_view, GSIZE_TO_POINTER (marked_id)));
+  settle (300);
+  g_assert_true (row_in_view (fixture, GSIZE_TO_POINTER (marked_id)));
+  g_assert_cmpuint (_kaged_conversation_get_n_loaded (shown_conversation (fixture)), <=, 256);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -850,6 +1124,9 @@ main (int   argc,
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
+  ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);
+  ADD_TEST ("/window/long-conversation-scrolls-back", reply, test_long_conversation_scrolls_back);
+  ADD_TEST ("/window/search-opens-at-match", reply, test_search_opens_at_match);
 
   return g_test_run ();
 }

@@ -34,6 +34,117 @@ kaged_window_open_conversation (KagedWindow *self,
 }
 
 /* ---------------------------------------------------------------------------
+ * The part of a long conversation on screen: its last messages at first,
+ * older ones added above as the user scrolls up (the list view keeps the
+ * message it shows in place), later ones below after a search result
+ * showed an earlier part.
+ * ------------------------------------------------------------------------- */
+
+/* Enough to fill a tall window; each is a row built and laid out. */
+#define MESSAGES_SHOWN_AT_FIRST 30
+#define MESSAGES_ADDED_AT_ONCE 30
+/* Messages shown above a search result, for context. */
+#define MESSAGES_BEFORE_RESULT 2
+
+KagedListSpan *
+kaged_window_span_conversation (KagedWindow *self,
+                                GListModel  *conversation)
+{
+  g_clear_handle_id (&self->grow_source, g_source_remove);
+
+  return kaged_list_span_new (conversation, MESSAGES_SHOWN_AT_FIRST);
+}
+
+static gboolean
+grow_cb (gpointer user_data)
+{
+  KagedWindow *self = user_data;
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (self->scroller);
+  double value = gtk_adjustment_get_value (adjustment);
+  double page = gtk_adjustment_get_page_size (adjustment);
+  double upper = gtk_adjustment_get_upper (adjustment);
+
+  self->grow_source = 0;
+
+  if (self->span == NULL || page <= 0)
+    return G_SOURCE_REMOVE;
+
+  /* Within a screen of either end of what is shown. */
+  if (value < page)
+    kaged_list_span_grow_start (self->span, MESSAGES_ADDED_AT_ONCE);
+  else if (value + 2 * page > upper)
+    kaged_list_span_grow_end (self->span, MESSAGES_ADDED_AT_ONCE);
+
+  return G_SOURCE_REMOVE;
+}
+
+/**
+ * kaged_window_messages_scrolled:
+ *
+ * Adds the messages next to those shown when the view comes near the
+ * first or the last of them; after the next layout, so that the list has
+ * the rows it shows.
+ */
+void
+kaged_window_messages_scrolled (KagedWindow *self)
+{
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (self->scroller);
+  double value = gtk_adjustment_get_value (adjustment);
+  double page = gtk_adjustment_get_page_size (adjustment);
+  double upper = gtk_adjustment_get_upper (adjustment);
+
+  if (self->span == NULL || self->grow_source != 0 || page <= 0)
+    return;
+
+  if ((value < page && !kaged_list_span_reaches_start (self->span)) ||
+      (value + 2 * page > upper && !kaged_list_span_reaches_end (self->span)))
+    self->grow_source = g_idle_add_full (GDK_PRIORITY_REDRAW + 10, grow_cb, self, NULL);
+}
+
+/**
+ * kaged_window_show_message:
+ *
+ * Shows @session_id scrolled to its message @message_id, with a few of
+ * the messages before it above.
+ */
+void
+kaged_window_show_message (KagedWindow *self,
+                           gint64       session_id,
+                           gint64       message_id)
+{
+  g_autoptr(GError) error = NULL;
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (self->scroller);
+  guint position;
+
+  kaged_window_show_session (self, session_id);
+
+  if (message_id <= 0 || self->span == NULL || !KAGED_IS_CONVERSATION (self->conversation))
+    return;
+
+  if (!kaged_conversation_find_position (KAGED_CONVERSATION (self->conversation), message_id,
+                                         &position, &error))
+    {
+      kaged_window_toast (self, error->message);
+      return;
+    }
+
+  /* The shown part starts just above the message, at the top of the view;
+   * what is above comes as the user scrolls up. */
+  kaged_list_span_show_around (self->span, position, MESSAGES_BEFORE_RESULT,
+                               MESSAGES_SHOWN_AT_FIRST);
+  self->follow_end = FALSE;
+  g_clear_handle_id (&self->scroll_source, g_source_remove);
+  gtk_adjustment_set_value (adjustment, 0);
+  gtk_revealer_set_reveal_child (self->jump_revealer, TRUE);
+}
+
+void
+kaged_window_messages_dispose (KagedWindow *self)
+{
+  g_clear_handle_id (&self->grow_source, g_source_remove);
+}
+
+/* ---------------------------------------------------------------------------
  * Operations
  * ------------------------------------------------------------------------- */
 

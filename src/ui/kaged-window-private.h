@@ -9,6 +9,7 @@
 
 #include "kaged-composer.h"
 #include "kaged-core.h"
+#include "kaged-list-span.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-window.h"
@@ -24,6 +25,7 @@ struct _KagedWindow
   KagedSessionList     *session_list;
   GtkSingleSelection   *session_selection;
   GListModel           *conversation;
+  KagedListSpan        *span;       /* the part of @conversation the list shows */
   GtkSelectionModel    *message_selection;
   GSignalGroup         *session_signals; /* the shown KagedSession */
   GHashTable           *queued;     /* gint64 operator message ids waiting their turn */
@@ -31,6 +33,7 @@ struct _KagedWindow
   gint64                session_id;
   guint                 scroll_source;
   guint                 search_source;
+  guint                 grow_source;
   guint                 follow_end : 1;
   guint                 scrolling : 1;
   guint                 drafting : 1;
@@ -79,6 +82,13 @@ void                 kaged_window_mark_queued          (KagedWindow      *self,
                                                         gint64            run_id);
 void                 kaged_window_unmark_queued        (KagedWindow      *self,
                                                         gint64            message_id);
+KagedListSpan       *kaged_window_span_conversation    (KagedWindow      *self,
+                                                        GListModel       *conversation);
+void                 kaged_window_messages_scrolled    (KagedWindow      *self);
+void                 kaged_window_show_message         (KagedWindow      *self,
+                                                        gint64            session_id,
+                                                        gint64            message_id);
+void                 kaged_window_messages_dispose     (KagedWindow      *self);
 
 /* kaged-window-sessions.c: deleting conversations, with Undo */
 void                 kaged_window_class_init_sessions  (GtkWidgetClass   *widget_class);

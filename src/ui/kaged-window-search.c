@@ -14,7 +14,8 @@
 
 /*
  * Search (Ctrl+F): titles and message text, from the store's full-text
- * index, the matched words in bold. A result opens its conversation.
+ * index, the matched words in bold. A result opens its conversation,
+ * scrolled to the message that matched.
  */
 
 #define MAX_RESULTS 50
@@ -29,9 +30,12 @@ result_row_new (KagedWindow               *self,
   GtkWidget *label = gtk_label_new (NULL);
   KagedSession *session = NULL;
   gint64 *session_id = g_new (gint64, 1);
+  gint64 *message_id = g_new (gint64, 1);
 
   *session_id = hit->session_id;
+  *message_id = hit->message_id;
   g_object_set_data_full (G_OBJECT (row), "kaged-session-id", session_id, g_free);
+  g_object_set_data_full (G_OBJECT (row), "kaged-message-id", message_id, g_free);
 
   gtk_label_set_markup (GTK_LABEL (label), markup);
   gtk_label_set_xalign (GTK_LABEL (label), 0);
@@ -129,11 +133,13 @@ result_activated_cb (KagedWindow   *self,
                      GtkListBoxRow *row)
 {
   gint64 *session_id = g_object_get_data (G_OBJECT (row), "kaged-session-id");
+  gint64 *message_id = g_object_get_data (G_OBJECT (row), "kaged-message-id");
 
   if (session_id == NULL)
     return;
 
-  kaged_window_show_session (self, *session_id);
+  /* A message found opens its conversation there; a title, at the end. */
+  kaged_window_show_message (self, *session_id, message_id != NULL ? *message_id : 0);
   adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
 }
 

@@ -199,12 +199,16 @@ set_conversation (KagedWindow *self,
   g_set_object (&self->conversation, conversation);
 
   g_clear_object (&self->message_selection);
+  g_clear_object (&self->span);
+  kaged_window_messages_dispose (self);
+  g_clear_object (&self->span);
   if (conversation != NULL)
     {
       g_signal_connect_object (conversation, "items-changed",
                                G_CALLBACK (conversation_items_changed_cb), self,
                                G_CONNECT_SWAPPED | G_CONNECT_AFTER);
-      self->message_selection = GTK_SELECTION_MODEL (gtk_no_selection_new (g_object_ref (conversation)));
+      self->span = kaged_window_span_conversation (self, conversation);
+      self->message_selection = GTK_SELECTION_MODEL (gtk_no_selection_new (g_object_ref (G_LIST_MODEL (self->span))));
     }
   gtk_list_view_set_model (self->message_view, self->message_selection);
 }
@@ -284,6 +288,8 @@ scroll_to_end_cb (gpointer user_data)
 
   if (self->follow_end)
     {
+      if (self->span != NULL)
+        kaged_list_span_show_tail (self->span);
       self->scrolling = TRUE;
       gtk_adjustment_set_value (adjustment,
                                 gtk_adjustment_get_upper (adjustment) -
@@ -313,8 +319,10 @@ vadjustment_value_changed_cb (KagedWindow   *self,
   if (self->scrolling)
     return;
 
-  self->follow_end = is_at_end (adjustment);
+  self->follow_end = is_at_end (adjustment) &&
+                     (self->span == NULL || kaged_list_span_reaches_end (self->span));
   gtk_revealer_set_reveal_child (self->jump_revealer, !self->follow_end);
+  kaged_window_messages_scrolled (self);
 }
 
 static void
@@ -324,6 +332,7 @@ vadjustment_bounds_changed_cb (KagedWindow   *self,
 {
   if (self->follow_end)
     kaged_window_follow_end (self);
+  kaged_window_messages_scrolled (self);
 }
 
 static void

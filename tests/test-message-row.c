@@ -836,6 +836,52 @@ test_row_details (RowFixture    *f,
   gtk_popover_popdown (GTK_POPOVER (popover));
 }
 
+/* A long paragraph of short words is measured from a minimum of some
+ * characters, not from its longest word: GTK lays a wrapped label out at
+ * its minimum width, one word per line for the longest-word minimum, which
+ * costs many times the layout shown. */
+static int
+min_width (GtkWidget *widget)
+{
+  int minimum = 0;
+
+  gtk_widget_measure (widget, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  return minimum;
+}
+
+static void
+test_markdown_long_paragraph (void)
+{
+  KagedMarkdownView *view = KAGED_MARKDOWN_VIEW (kaged_markdown_view_new ());
+  GtkWindow *window = show_in_window (GTK_WIDGET (view));
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(KagedMessage) message = NULL;
+  KagedMessageRow *row;
+  GtkWidget *label;
+
+  while (text->len < 2000)
+    g_string_append (text, "a of it to in is an ");
+  kaged_markdown_view_set_text (view, text->str);
+  iterate ();
+
+  label = gtk_widget_get_first_child (GTK_WIDGET (view));
+  g_assert_true (GTK_IS_LABEL (label));
+  g_assert_cmpint (min_width (label), >=, 100);
+  gtk_window_destroy (window);
+
+  /* The operator's bubble too. */
+  row = KAGED_MESSAGE_ROW (kaged_message_row_new ());
+  window = show_in_window (GTK_WIDGET (row));
+  message = new_message (7, KAGED_MESSAGE_ROLE_OPERATOR, text->str, KAGED_MESSAGE_STATUS_NONE);
+  kaged_message_row_set_message (row, message);
+  iterate ();
+  label = GTK_WIDGET (gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
+                                                     "operator_label"));
+  g_assert_true (gtk_widget_get_mapped (label));
+  g_assert_cmpint (min_width (label), >=, 100);
+  gtk_window_destroy (window);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -849,6 +895,7 @@ main (int   argc,
 
   g_test_add_func ("/markdown-view/fixture", test_markdown_fixture);
   g_test_add_func ("/markdown-view/streaming", test_markdown_streaming);
+  g_test_add_func ("/markdown-view/long-paragraph", test_markdown_long_paragraph);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);

@@ -98,6 +98,13 @@ on_activate_link (GtkLabel   *label,
   return TRUE;
 }
 
+/*
+ * The narrowest a wrapped label of text gets, in characters. Without it
+ * GTK measures a wrapped label's minimum width by laying it out one word
+ * per line, which for a long paragraph costs many times its real layout.
+ */
+#define LABEL_MIN_WIDTH_CHARS 16
+
 static GtkWidget *
 new_label (const char *markup)
 {
@@ -108,6 +115,7 @@ new_label (const char *markup)
   gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
   gtk_label_set_selectable (GTK_LABEL (label), TRUE);
   gtk_label_set_xalign (GTK_LABEL (label), 0.0);
+  gtk_label_set_width_chars (GTK_LABEL (label), LABEL_MIN_WIDTH_CHARS);
   gtk_widget_set_halign (label, GTK_ALIGN_FILL);
   g_signal_connect (label, "activate-link", G_CALLBACK (on_activate_link), NULL);
 
@@ -241,6 +249,8 @@ fill_table (GtkGrid                  *grid,
           if (create)
             {
               label = new_label (cell->markup);
+              /* Cells are short; a table keeps its narrow columns. */
+              gtk_label_set_width_chars (GTK_LABEL (label), -1);
               gtk_widget_add_css_class (label, "kaged-markdown-cell");
               if (cell->header)
                 gtk_widget_add_css_class (label, "heading");

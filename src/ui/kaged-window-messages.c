@@ -41,8 +41,8 @@ kaged_window_open_conversation (KagedWindow *self,
  * ------------------------------------------------------------------------- */
 
 /* Enough to fill a tall window; each is a row built and laid out. */
-#define MESSAGES_SHOWN_AT_FIRST 30
-#define MESSAGES_ADDED_AT_ONCE 30
+#define MESSAGES_SHOWN_AT_FIRST 20
+#define MESSAGES_ADDED_AT_ONCE 15
 /* Messages shown above a search result, for context. */
 #define MESSAGES_BEFORE_RESULT 2
 

@@ -1,0 +1,109 @@
+/* bench-window-frames.c
+ *
+ * Loaded into kaged with LD_PRELOAD by bench-window.py: watches the frame
+ * clock of each toplevel window and appends one line per frame to the file
+ * named by BENCH_WINDOW_FRAMES,
+ *
+ *   END DURATION
+ *
+ * in microseconds of CLOCK_MONOTONIC (the clock of Python's
+ * time.monotonic()): when the frame's painting ended, and how long the
+ * frame took from the frame clock's flush-events to its after-paint, which
+ * covers the layout, the snapshot and the rendering of the frame.
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include <stdio.h>
+
+#include <gtk/gtk.h>
+
+/* Often until the first window shows, so as not to miss its first frame;
+ * then now and then, for windows opened later. */
+#define POLL_MS 2
+#define POLL_LATER_MS 500
+#define FLUSH_MS 250
+
+static FILE *out;
+static gint64 last_flush;
+
+static void
+flush_events_cb (GdkFrameClock *clock,
+                 gpointer       user_data)
+{
+  g_object_set_data (G_OBJECT (clock), "bench-frame-start",
+                     GSIZE_TO_POINTER ((gsize)g_get_monotonic_time ()));
+}
+
+static void
+after_paint_cb (GdkFrameClock *clock,
+                gpointer       user_data)
+{
+  gint64 start = (gint64)GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (clock), "bench-frame-start"));
+  gint64 now = g_get_monotonic_time ();
+
+  if (start == 0)
+    return;
+
+  fprintf (out, "%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now, now - start);
+  g_object_set_data (G_OBJECT (clock), "bench-frame-start", NULL);
+
+  if (now - last_flush > FLUSH_MS * 1000)
+    {
+      fflush (out);
+      last_flush = now;
+    }
+}
+
+static gboolean
+watch_windows_cb (gpointer user_data)
+{
+  g_autoptr(GList) toplevels = NULL;
+  gboolean watching = FALSE;
+
+  if (!gtk_is_initialized ())
+    return G_SOURCE_CONTINUE;
+
+  toplevels = gtk_window_list_toplevels ();
+  for (GList *l = toplevels; l != NULL; l = l->next)
+    {
+      GdkSurface *surface = gtk_native_get_surface (GTK_NATIVE (l->data));
+      GdkFrameClock *clock;
+
+      if (surface == NULL || (clock = gdk_surface_get_frame_clock (surface)) == NULL)
+        continue;
+      watching = TRUE;
+      if (g_object_get_data (G_OBJECT (clock), "bench-watched") != NULL)
+        continue;
+
+      g_object_set_data (G_OBJECT (clock), "bench-watched", GINT_TO_POINTER (TRUE));
+      g_signal_connect (clock, "flush-events", G_CALLBACK (flush_events_cb), NULL);
+      g_signal_connect_after (clock, "after-paint", G_CALLBACK (after_paint_cb), NULL);
+    }
+
+  if (watching && user_data == NULL)
+    {
+      g_timeout_add (POLL_LATER_MS, watch_windows_cb, GINT_TO_POINTER (TRUE));
+      return G_SOURCE_REMOVE;
+    }
+
+  return G_SOURCE_CONTINUE;
+}
+
+__attribute__((constructor)) static void
+bench_window_frames_init (void)
+{
+  const char *path = g_getenv ("BENCH_WINDOW_FRAMES");
+
+  if (path == NULL || (out = fopen (path, "w")) == NULL)
+    return;
+
+  g_timeout_add (POLL_MS, watch_windows_cb, NULL);
+}
+
+__attribute__((destructor)) static void
+bench_window_frames_fini (void)
+{
+  if (out != NULL)
+    fflush (out);
+}

@@ -575,6 +575,13 @@ description_is (GtkWidget  *widget,
   return mismatch == NULL;
 }
 
+static KagedMarkdownView *
+markdown_view_of (GtkWidget *row)
+{
+  return KAGED_MARKDOWN_VIEW (gtk_widget_get_template_child (row, KAGED_TYPE_MESSAGE_ROW,
+                                                             "markdown_view"));
+}
+
 static void
 test_row_description_while_streaming (RowFixture    *f,
                                       gconstpointer  data)
@@ -588,12 +595,16 @@ test_row_description_while_streaming (RowFixture    *f,
   iterate ();
   g_assert_true (description_is (row, "One"));
 
-  /* Deltas reach the description a little later, together. */
+  /* Deltas reach the screen at the next frame, together; the description
+   * a little later. */
   kaged_message_set_content (message, "One two");
   kaged_message_set_content (message, "One two three");
-  iterate ();
-  g_assert_true (description_is (row, "One"));
+  g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, "One");
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (shown_label (row, "One two three") == NULL && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
   g_assert_nonnull (shown_label (row, "One two three"));
+  g_assert_true (description_is (row, "One"));
 
   deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
   while (!description_is (row, "One two three") && g_get_monotonic_time () < deadline)
@@ -604,6 +615,7 @@ test_row_description_while_streaming (RowFixture    *f,
   kaged_message_set_content (message, "One two three four");
   kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
   g_assert_true (description_is (row, "One two three four"));
+  g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, "One two three four");
 }
 
 static void

@@ -26,8 +26,8 @@
  * in words what state a reply is in (writing, stopped, failed and why,
  * interrupted, queued) and keeps what was written before it stopped.
  *
- * The row follows its #KagedMessage through a #GBindingGroup and a
- * #GSignalGroup, so a list view can bind and recycle it freely.
+ * The row follows its #KagedMessage through a #GSignalGroup, so a list
+ * view can bind and recycle it freely.
  *
  * It activates these actions, which its owner (the window) provides, with
  * the message id (`x`) as parameter: `message.regenerate` (on a reply),
@@ -46,11 +46,11 @@ struct _KagedMessageRow
   char *model_name;
   guint queued : 1;
 
-  GBindingGroup *message_bindings;
   GSignalGroup *message_signals;
   GSignalGroup *versions_signals;
   guint copied_source;
   guint description_source;
+  guint content_tick;
 
   /* Template children */
   GtkBox *header_box;
@@ -309,20 +309,84 @@ update_description_later_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* While a reply streams, assistive technologies hear of its text a few
- * times a second, not at every delta; once it ends, at once. */
+/* The text on screen: the operator's as written, a reply as Markdown. Only
+ * the one shown is set, so a row does not parse Markdown it hides. */
+static void
+show_content (KagedMessageRow *self)
+{
+  const char *content = self->message != NULL ? kaged_message_get_content (self->message) : NULL;
+
+  if (self->content_tick != 0)
+    {
+      gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->content_tick);
+      self->content_tick = 0;
+    }
+
+  if (is_agent (self))
+    {
+      gtk_label_set_label (self->operator_label, "");
+      kaged_markdown_view_set_text (self->markdown_view, content);
+    }
+  else
+    {
+      kaged_markdown_view_set_text (self->markdown_view, NULL);
+      gtk_label_set_label (self->operator_label, content != NULL ? content : "");
+    }
+}
+
+static gboolean
+content_tick_cb (GtkWidget     *widget,
+                 GdkFrameClock *frame_clock,
+                 gpointer       user_data)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
+
+  self->content_tick = 0;
+  show_content (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
+is_streaming (KagedMessageRow *self)
+{
+  return self->message != NULL &&
+         kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING;
+}
+
+/*
+ * While a reply streams on screen, its text changes at most once a frame,
+ * however many deltas came since the last one: the Markdown is parsed and
+ * laid out once for all of them. Assistive technologies hear of it a few
+ * times a second; once the reply ends, at once.
+ */
 static void
 on_content_changed (KagedMessageRow *self)
 {
-  if (self->message != NULL &&
-      kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING)
+  if (is_streaming (self))
     {
+      if (!gtk_widget_get_mapped (GTK_WIDGET (self)) || !is_agent (self))
+        show_content (self);
+      else if (self->content_tick == 0)
+        self->content_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), content_tick_cb,
+                                                           NULL, NULL);
+
       if (self->description_source == 0)
         self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
                                                   update_description_later_cb, self);
       return;
     }
 
+  show_content (self);
+  update_description (self);
+}
+
+/* A reply that stops streaming shows its last words at once. */
+static void
+on_status_changed (KagedMessageRow *self)
+{
+  if (self->content_tick != 0 && !is_streaming (self))
+    show_content (self);
   update_description (self);
 }
 
@@ -488,14 +552,16 @@ kaged_message_row_dispose (GObject *object)
 
   g_clear_handle_id (&self->copied_source, g_source_remove);
   g_clear_handle_id (&self->description_source, g_source_remove);
+  if (self->content_tick != 0)
+    {
+      gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->content_tick);
+      self->content_tick = 0;
+    }
 
-  if (self->message_bindings != NULL)
-    g_binding_group_set_source (self->message_bindings, NULL);
   if (self->message_signals != NULL)
     g_signal_group_set_target (self->message_signals, NULL);
   if (self->versions_signals != NULL)
     g_signal_group_set_target (self->versions_signals, NULL);
-  g_clear_object (&self->message_bindings);
   g_clear_object (&self->message_signals);
   g_clear_object (&self->versions_signals);
 
@@ -602,6 +668,18 @@ kaged_message_row_set_property (GObject      *object,
 }
 
 static void
+kaged_message_row_unmap (GtkWidget *widget)
+{
+  KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
+
+  /* No frame comes to an unmapped row: what waited for one shows now. */
+  if (self->content_tick != 0)
+    show_content (self);
+
+  GTK_WIDGET_CLASS (kaged_message_row_parent_class)->unmap (widget);
+}
+
+static void
 kaged_message_row_class_init (KagedMessageRowClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
@@ -613,6 +691,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   object_class->set_property = kaged_message_row_set_property;
 
   widget_class->size_allocate = kaged_message_row_size_allocate;
+  widget_class->unmap = kaged_message_row_unmap;
 
   /**
    * KagedMessageRow:message:
@@ -732,17 +811,13 @@ kaged_message_row_init (KagedMessageRow *self)
 
   gtk_widget_set_parent (GTK_WIDGET (self->details_popover), GTK_WIDGET (self));
 
-  self->message_bindings = g_binding_group_new ();
-  g_binding_group_bind (self->message_bindings, "content", self->operator_label, "label",
-                        G_BINDING_SYNC_CREATE);
-  g_binding_group_bind (self->message_bindings, "content", self->markdown_view, "text",
-                        G_BINDING_SYNC_CREATE);
-
   self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
   g_signal_group_connect_swapped (self->message_signals, "notify::content",
                                   G_CALLBACK (on_content_changed), self);
   g_signal_group_connect_swapped (self->message_signals, "notify::status",
-                                  G_CALLBACK (update_description), self);
+                                  G_CALLBACK (on_status_changed), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::role",
+                                  G_CALLBACK (show_content), self);
   g_signal_group_connect_swapped (self->message_signals, "notify::role",
                                   G_CALLBACK (update_state), self);
   g_signal_group_connect_swapped (self->message_signals, "notify::status",
@@ -793,14 +868,8 @@ kaged_message_row_set_message (KagedMessageRow *self,
   if (!g_set_object (&self->message, message))
     return;
 
-  if (message == NULL)
-    {
-      gtk_label_set_label (self->operator_label, "");
-      kaged_markdown_view_set_text (self->markdown_view, NULL);
-    }
-
-  g_binding_group_set_source (self->message_bindings, message);
   g_signal_group_set_target (self->message_signals, message);
+  show_content (self);
 
   gtk_popover_popdown (self->details_popover);
   update_state (self);

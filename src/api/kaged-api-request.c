@@ -93,6 +93,10 @@ kaged_api_respond_engine_error (SoupServerMessage *msg,
           kaged_api_respond_error (msg, SOUP_STATUS_CONFLICT, "run_finished", error->message);
           return;
 
+        case KAGED_ENGINE_ERROR_UNKNOWN_PROFILE:
+          kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "unknown_profile", error->message);
+          return;
+
         case KAGED_ENGINE_ERROR_STORE:
         default:
           break;
@@ -239,6 +243,8 @@ kaged_api_route_allow (KagedApiRoute route)
       return "GET, POST";
 
     case KAGED_API_ROUTE_SESSION:
+      return "GET, PATCH";
+
     case KAGED_API_ROUTE_RUN:
     case KAGED_API_ROUTE_EVENTS:
     case KAGED_API_ROUTE_RETRY:

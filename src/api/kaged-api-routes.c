@@ -16,7 +16,9 @@
 #include <glib/gi18n.h>
 
 #include "kaged-api-server-private.h"
+#include "kaged-api-settings.h"
 #include "kaged-api-wire.h"
+#include "kaged-core-settings.h"
 
 /* Pages of messages hold at most this many. */
 #define MAX_PAGE_SIZE      1000
@@ -92,24 +94,25 @@ create_session (KagedApiServer    *self,
   g_autoptr(GError) error = NULL;
   g_autofree char *location = NULL;
   const char *title = NULL;
+  KagedApiSettings settings;
 
   object = kaged_api_read_body (msg, TRUE, &parser);
   if (object == NULL)
     return;
 
-  if (!kaged_api_read_string_member (msg, object, "title", TRUE, &title))
+  if (!kaged_api_read_string_member (msg, object, "title", TRUE, &title) ||
+      !kaged_api_settings_read (msg, object, &settings))
     return;
 
-  session = kaged_core_create_session (self->core, title, &error);
+  session = kaged_core_create_session_full (self->core, title, settings.profile, settings.model,
+                                            settings.system_prompt, &error);
   if (session == NULL)
     {
       kaged_api_respond_engine_error (msg, error);
       return;
     }
 
-  builder = json_builder_new ();
-  kaged_api_wire_add_session (builder, session);
-  kaged_api_respond_json (msg, SOUP_STATUS_CREATED, builder);
+  kaged_api_respond_session (self, msg, session, SOUP_STATUS_CREATED);
 
   location = g_strdup_printf (KAGED_API_PREFIX "sessions/%" G_GINT64_FORMAT,
                               kaged_session_get_id (session));
@@ -129,9 +132,7 @@ get_session (KagedApiServer       *self,
   if (session == NULL)
     return;
 
-  builder = json_builder_new ();
-  kaged_api_wire_add_session (builder, session);
-  kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
+  kaged_api_respond_session (self, msg, session, SOUP_STATUS_OK);
 }
 
 /* The messages from the conversation's list, a page from the first after
@@ -512,7 +513,10 @@ kaged_api_routes_handler (SoupServer        *server,
       break;
 
     case KAGED_API_ROUTE_SESSION:
-      get_session (self, msg, &target);
+      if (g_str_equal (method, "PATCH"))
+        kaged_api_patch_session (self, msg, &target);
+      else
+        get_session (self, msg, &target);
       break;
 
     case KAGED_API_ROUTE_MESSAGES:

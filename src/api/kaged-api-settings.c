@@ -120,26 +120,22 @@ kaged_api_respond_session (KagedApiServer    *self,
  * that a new profile without a model goes back to that profile's model.
  */
 void
-kaged_api_patch_session (KagedApiServer       *self,
-                         SoupServerMessage    *msg,
-                         const KagedApiTarget *target)
+kaged_api_patch_session (KagedApiServer    *self,
+                         SoupServerMessage *msg,
+                         KagedSession      *session,
+                         JsonObject        *body)
 {
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(JsonObject) object = NULL;
-  g_autoptr(KagedSession) session = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *profile_id = NULL;
   g_autofree char *model = NULL;
   g_autofree char *system_prompt = NULL;
+  gint64 session_id = kaged_session_get_id (session);
   KagedApiSettings settings;
 
-  object = kaged_api_read_body (msg, FALSE, &parser);
-  if (object == NULL || !kaged_api_settings_read (msg, object, &settings))
+  if (!kaged_api_settings_read (msg, body, &settings))
     return;
 
-  session = kaged_store_get_session (kaged_core_get_store (self->core), target->session_id, &error);
-  if (session == NULL ||
-      !kaged_core_get_session_settings (self->core, target->session_id,
+  if (!kaged_core_get_session_settings (self->core, session_id,
                                         &profile_id, &model, &system_prompt, &error))
     {
       kaged_api_respond_engine_error (msg, error);
@@ -165,16 +161,12 @@ kaged_api_patch_session (KagedApiServer       *self,
       system_prompt = g_strdup (settings.system_prompt);
     }
 
-  if (!kaged_core_set_session_settings (self->core, target->session_id,
+  if (!kaged_core_set_session_settings (self->core, session_id,
                                         profile_id, model, system_prompt, &error))
     {
       kaged_api_respond_engine_error (msg, error);
       return;
     }
 
-  kaged_session_set_state (session,
-                           kaged_session_manager_is_busy (self->manager, target->session_id)
-                             ? KAGED_SESSION_STATE_RUNNING
-                             : KAGED_SESSION_STATE_IDLE);
   kaged_api_respond_session (self, msg, session, SOUP_STATUS_OK);
 }

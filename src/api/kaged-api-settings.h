@@ -35,6 +35,7 @@ void     kaged_api_respond_session (KagedApiServer       *self,
                                     guint                 status);
 void     kaged_api_patch_session   (KagedApiServer       *self,
                                     SoupServerMessage    *msg,
-                                    const KagedApiTarget *target);
+                                    KagedSession         *session,
+                                    JsonObject           *body);
 
 G_END_DECLS

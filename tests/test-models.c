@@ -406,6 +406,11 @@ test_parse (void)
   none = kaged_models_parse (KAGED_PROVIDER_KIND_OLLAMA, openai, strlen (openai), &error);
   g_assert_null (none);
   g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_clear_error (&error);
+
+  /* An empty answer is no list either. */
+  g_assert_null (kaged_models_parse (KAGED_PROVIDER_KIND_OPENAI, NULL, 0, &error));
+  g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
 }
 
 int

@@ -79,6 +79,7 @@ struct _KagedRunState
   GString             *pending;   /* text not yet announced */
   GPtrArray           *context;   /* KagedMessage sent to the model */
   KagedProfile        *profile;   /* the profile, with the model, it uses */
+  char                *profile_id; /* the conversation's profile, NULL for the default */
   char                *system_prompt;
   char                *provider_key; /* NULL: the default profile's provider */
   gulong               delta_id;

@@ -45,6 +45,7 @@ _kaged_run_state_free (KagedRunState *state)
   g_clear_object (&state->message);
   g_clear_pointer (&state->context, g_ptr_array_unref);
   g_clear_object (&state->profile);
+  g_clear_pointer (&state->profile_id, g_free);
   g_clear_pointer (&state->system_prompt, g_free);
   g_clear_pointer (&state->provider_key, g_free);
   g_clear_object (&state->manager);
@@ -250,6 +251,13 @@ save_run_and_message (KagedStore  *store,
   KagedRunState *state = user_data;
 
   if (state->message != NULL && !kaged_store_update_message (store, state->message, error))
+    return FALSE;
+
+  /* The profile and model it went through, once it chose them. */
+  if (state->profile != NULL &&
+      !kaged_store_set_run_model (store, kaged_run_get_id (state->run), state->profile_id,
+                                  kaged_profile_get_name (state->profile),
+                                  kaged_profile_get_model (state->profile), error))
     return FALSE;
 
   return kaged_store_update_run (store, state->run, error);

@@ -198,7 +198,7 @@ provider_key (KagedProfile *profile)
  * Chooses what the run of @state goes through: its conversation's
  * profile (the default when it names none, or one that is gone) with the
  * conversation's model (the profile's when it names none), and its
- * system prompt; and records the profile and model on the run.
+ * system prompt. The run records the profile and model when it ends.
  */
 gboolean
 _kaged_run_state_choose_profile (KagedRunState  *state,
@@ -251,13 +251,8 @@ _kaged_run_state_choose_profile (KagedRunState  *state,
   state->system_prompt = system_prompt != NULL ? g_steal_pointer (&system_prompt)
                                                : g_strdup (self->system_prompt);
 
-  if (!kaged_store_set_run_model (self->store, kaged_run_get_id (state->run), profile_id,
-                                  kaged_profile_get_name (state->profile),
-                                  kaged_profile_get_model (state->profile), &local_error))
-    {
-      g_propagate_error (error, g_steal_pointer (&local_error));
-      return FALSE;
-    }
+  g_free (state->profile_id);
+  state->profile_id = g_steal_pointer (&profile_id);
 
   return TRUE;
 }

@@ -149,7 +149,8 @@ kaged_models_parse (KagedProviderKind   kind,
   JsonObject *object;
   JsonArray *array;
 
-  if (!json_parser_load_from_data (parser, body, len, NULL) ||
+  if (body == NULL || len == 0 ||
+      !json_parser_load_from_data (parser, body, len, NULL) ||
       (root = json_parser_get_root (parser)) == NULL ||
       !JSON_NODE_HOLDS_OBJECT (root) ||
       (object = json_node_get_object (root)) == NULL ||

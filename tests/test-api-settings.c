@@ -8,6 +8,9 @@
 
 #include <string.h>
 
+#define G_SETTINGS_ENABLE_BACKEND
+#include <gio/gsettingsbackend.h>
+
 #include <glib/gstdio.h>
 #include <libsoup/soup.h>
 
@@ -49,15 +52,6 @@ response_free (Response *response)
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (Response, response_free)
 
-static KagedProfile *
-lookup_cb (const char *profile_id,
-           gpointer    user_data)
-{
-  Fixture *fixture = user_data;
-
-  return g_strcmp0 (profile_id, "work") == 0 ? fixture->work : NULL;
-}
-
 static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
@@ -65,6 +59,9 @@ fixture_set_up (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
   g_autoptr(KagedProfile) profile = NULL;
+  g_autoptr(GSettingsBackend) backend = NULL;
+  g_autoptr(GSettings) settings = NULL;
+  g_autoptr(KagedProfiles) profiles = NULL;
   g_autofree char *db_path = NULL;
   g_autofree char *url = NULL;
 
@@ -86,10 +83,16 @@ fixture_set_up (Fixture       *fixture,
   profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, url, "test-model");
   kaged_core_set_profile (fixture->core, profile);
 
+  /* The saved profiles, one of them "work", as Preferences keep them. */
+  backend = g_memory_settings_backend_new ();
+  settings = g_settings_new_with_backend (BASE_APPLICATION_ID, backend);
+  profiles = kaged_profiles_new (settings);
   fixture->work = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_ANTHROPIC, url, "claude-test");
+  kaged_profile_set_id (fixture->work, "work");
   kaged_profile_set_api_key_env (fixture->work, "KAGED_API_SETTINGS_KEY");
-  kaged_session_manager_set_profile_lookup (kaged_core_get_manager (fixture->core),
-                                            lookup_cb, fixture, NULL);
+  kaged_profiles_add (profiles, fixture->work);
+  g_assert_cmpstr (kaged_profile_get_id (fixture->work), ==, "work");
+  kaged_core_set_profiles (fixture->core, profiles);
   kaged_core_start (fixture->core);
 
   fixture->token = kaged_api_token_generate (&error);

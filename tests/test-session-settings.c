@@ -182,6 +182,7 @@ test_other_profile (Fixture       *fixture,
 
   fixture_set_scenario (fixture, two_kinds);
   profiles.work = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_ANTHROPIC, fixture->url, "claude-test");
+  kaged_profile_set_id (profiles.work, "work");
   g_setenv ("KAGED_TEST_WORK_KEY", "sk-kaged-work-3c2b1a", TRUE);
   kaged_profile_set_api_key_env (profiles.work, "KAGED_TEST_WORK_KEY");
   kaged_session_manager_set_profile_lookup (fixture->manager, lookup_cb, &profiles, NULL);

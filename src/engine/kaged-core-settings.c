@@ -17,6 +17,23 @@
  * these, never the store or the session manager directly.
  */
 
+static KagedProfile *
+lookup_saved_profile (const char *profile_id,
+                      gpointer    user_data)
+{
+  KagedProfiles *profiles = kaged_core_get_profiles (user_data);
+
+  return profiles != NULL ? kaged_profiles_lookup (profiles, profile_id) : NULL;
+}
+
+void
+_kaged_core_settings_init (KagedCore *self)
+{
+  /* The manager belongs to the core: the core outlives every lookup. */
+  kaged_session_manager_set_profile_lookup (kaged_core_get_manager (self),
+                                            lookup_saved_profile, self, NULL);
+}
+
 /**
  * kaged_core_create_session_full:
  * @title: (nullable): the title, or %NULL to take it from the first message

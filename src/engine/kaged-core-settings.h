@@ -45,4 +45,7 @@ char        **kaged_core_refresh_models_finish    (KagedCore            *self,
                                                    GAsyncResult         *result,
                                                    GError              **error);
 
+/* For kaged-core.c: conversations find their profiles among the core's. */
+void          _kaged_core_settings_init           (KagedCore            *self);
+
 G_END_DECLS

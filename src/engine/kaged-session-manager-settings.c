@@ -168,14 +168,9 @@ static KagedProfile *
 profile_with_model (KagedProfile *profile,
                     const char   *model)
 {
-  KagedProfile *copy = kaged_profile_new (kaged_profile_get_name (profile),
-                                          kaged_profile_get_kind (profile),
-                                          kaged_profile_get_base_url (profile),
-                                          model);
+  KagedProfile *copy = kaged_profile_copy (profile);
 
-  kaged_profile_set_api_key_env (copy, kaged_profile_get_api_key_env (profile));
-  kaged_profile_set_input_price (copy, kaged_profile_get_input_price (profile));
-  kaged_profile_set_output_price (copy, kaged_profile_get_output_price (profile));
+  kaged_profile_set_model (copy, model);
 
   return copy;
 }
@@ -185,13 +180,14 @@ static char *
 provider_key (KagedProfile *profile)
 {
   const char *env = kaged_profile_get_api_key_env (profile);
+  const char *key_id = kaged_profile_get_key_id (profile);
 
   return g_strdup_printf ("%d\n%s\n%s\n%s\n%s",
                           (int)kaged_profile_get_kind (profile),
                           kaged_profile_get_base_url (profile),
                           kaged_profile_get_model (profile),
                           env != NULL ? env : "",
-                          kaged_profile_get_name (profile));
+                          key_id != NULL ? key_id : "");
 }
 
 /*
@@ -251,8 +247,9 @@ _kaged_run_state_choose_profile (KagedRunState  *state,
   state->system_prompt = system_prompt != NULL ? g_steal_pointer (&system_prompt)
                                                : g_strdup (self->system_prompt);
 
+  /* The run records the id of the profile it went through, the default's too. */
   g_free (state->profile_id);
-  state->profile_id = g_steal_pointer (&profile_id);
+  state->profile_id = g_strdup (kaged_profile_get_id (profile));
 
   return TRUE;
 }

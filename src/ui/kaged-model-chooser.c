@@ -31,6 +31,7 @@ struct _KagedModelChooser
   GListModel     *profiles;
   GCancellable   *refresh_cancellable;
   gulong          session_changed_id;
+  gulong          profile_changed_id;
   gint64          session_id;
 
   /* The conversation's settings, NULL for the defaults */
@@ -57,20 +58,29 @@ G_DEFINE_FINAL_TYPE (KagedModelChooser, kaged_model_chooser, GTK_TYPE_WIDGET)
  * Profiles
  * ------------------------------------------------------------------------- */
 
+/* A profile that was never saved (given on the command line) has no id:
+ * its models are kept under "". */
 static const char *
 profile_id_of (KagedProfile *profile)
 {
-  return kaged_profile_get_name (profile);
+  const char *id = kaged_profile_get_id (profile);
+
+  return id != NULL ? id : "";
 }
 
+/* The saved profiles; or, without settings, the one the core runs with. */
 static GListModel *
 dup_profiles (KagedCore *core)
 {
-  GListStore *store = g_list_store_new (KAGED_TYPE_PROFILE);
-  KagedProfile *profile = kaged_core_get_profile (core);
+  KagedProfiles *profiles = kaged_core_get_profiles (core);
+  GListStore *store;
 
-  if (profile != NULL)
-    g_list_store_append (store, profile);
+  if (profiles != NULL)
+    return g_object_ref (G_LIST_MODEL (profiles));
+
+  store = g_list_store_new (KAGED_TYPE_PROFILE);
+  if (kaged_core_get_profile (core) != NULL)
+    g_list_store_append (store, kaged_core_get_profile (core));
 
   return G_LIST_MODEL (store);
 }
@@ -267,7 +277,7 @@ apply (KagedModelChooser *self,
 
   /* The default profile is followed, not named, and so is a profile's own model. */
   if (profile != default_profile (self))
-    profile_id = profile_id_of (profile);
+    profile_id = kaged_profile_get_id (profile);
   if (model != NULL && (model[0] == '\0' || g_strcmp0 (model, kaged_profile_get_model (profile)) == 0))
     model = NULL;
 
@@ -438,7 +448,10 @@ disconnect_core (KagedModelChooser *self)
   g_clear_object (&self->refresh_cancellable);
 
   if (self->core != NULL)
-    g_clear_signal_handler (&self->session_changed_id, kaged_core_get_manager (self->core));
+    {
+      g_clear_signal_handler (&self->session_changed_id, kaged_core_get_manager (self->core));
+      g_clear_signal_handler (&self->profile_changed_id, self->core);
+    }
   g_clear_object (&self->core);
   g_clear_object (&self->profiles);
 }
@@ -535,6 +548,10 @@ kaged_model_chooser_set_core (KagedModelChooser *self,
       self->session_changed_id =
         g_signal_connect_object (kaged_core_get_manager (core), "session-changed",
                                  G_CALLBACK (session_changed_cb), self, G_CONNECT_SWAPPED);
+      /* Another default profile, or an edited one, reads at once. */
+      self->profile_changed_id =
+        g_signal_connect_object (core, "notify::profile",
+                                 G_CALLBACK (update_label), self, G_CONNECT_SWAPPED);
     }
 
   gtk_drop_down_set_model (self->profile_dropdown, self->profiles);

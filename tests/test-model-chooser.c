@@ -15,6 +15,7 @@
 #include "kaged-fake-server.h"
 #include "kaged-keyring.h"
 #include "kaged-model-chooser.h"
+#include "kaged-retry-text.h"
 
 #define WAIT_SECONDS 15
 
@@ -310,6 +311,64 @@ test_refused (Fixture       *fixture,
   assert_settings (fixture, "typed-model", NULL);
 }
 
+static void
+result_cb (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  *(GAsyncResult **)user_data = g_object_ref (result);
+}
+
+static char *
+test_connection_words (KagedCore    *core,
+                       KagedProfile *profile,
+                       gboolean     *needs_preferences)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(KagedConnectionResult) outcome = NULL;
+  g_autoptr(GError) error = NULL;
+
+  kaged_profile_test_connection_async (profile, kaged_core_get_resolver (core), NULL,
+                                       result_cb, &result);
+  while (result == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  outcome = kaged_profile_test_connection_finish (profile, result, &error);
+  g_assert_no_error (error);
+  *needs_preferences = kaged_connection_result_needs_preferences (outcome);
+
+  return kaged_retry_describe_connection (outcome);
+}
+
+/* Test Connection, in the words Preferences show. */
+static void
+test_connection (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  KagedProfile *profile = kaged_core_get_profile (fixture->core);
+  g_autoptr(KagedProfile) wrong = kaged_profile_copy (profile);
+  g_autofree char *words = NULL;
+  g_autofree char *wrong_url = g_strconcat (kaged_profile_get_base_url (profile), "/nope", NULL);
+  gboolean needs_preferences = TRUE;
+
+  words = test_connection_words (fixture->core, profile, &needs_preferences);
+  if (data == NULL)
+    {
+      g_assert_cmpstr (words, ==, "Connected — 2 models available");
+      g_assert_false (needs_preferences);
+    }
+  else
+    {
+      g_assert_cmpstr (words, ==, "The provider rejected the API key (HTTP 401)");
+      g_assert_true (needs_preferences);
+    }
+
+  g_clear_pointer (&words, g_free);
+  kaged_profile_set_base_url (wrong, wrong_url);
+  words = test_connection_words (fixture->core, wrong, &needs_preferences);
+  g_assert_cmpstr (words, ==, "Nothing answers at this address (HTTP 404) — check the base URL");
+  g_assert_true (needs_preferences);
+}
+
 /* No conversation yet: nothing to choose for. */
 static void
 test_no_session (Fixture       *fixture,
@@ -331,6 +390,8 @@ main (int   argc,
 
   g_test_add ("/model-chooser/choose", Fixture, NULL, fixture_set_up, test_choose, fixture_tear_down);
   g_test_add ("/model-chooser/refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_refused, fixture_tear_down);
+  g_test_add ("/model-chooser/connection", Fixture, NULL, fixture_set_up, test_connection, fixture_tear_down);
+  g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/no-session", Fixture, NULL, fixture_set_up, test_no_session, fixture_tear_down);
 
   return g_test_run ();

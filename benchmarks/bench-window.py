@@ -10,8 +10,9 @@
 # XDG_CONFIG_HOME, XDG_DATA_HOME and XDG_CACHE_HOME.
 #
 # Kaged's own frames are timed from inside: bench-window-frames, preloaded
-# into it, writes when each frame ended and how long it took (flush-events
-# to after-paint of the frame clock, on the clock of time.monotonic()).
+# into it, writes when each frame ended and how long it took (from the
+# frame clock's first phase to its after-paint, on the clock of
+# time.monotonic()).
 
 import json
 import os

@@ -15,6 +15,8 @@
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define DESCRIPTION_INTERVAL_MS 500
+/* A streaming reply on screen changes at most this often. */
+#define STREAMING_INTERVAL_US (50 * G_TIME_SPAN_MILLISECOND)
 
 /**
  * KagedMessageRow:
@@ -51,6 +53,8 @@ struct _KagedMessageRow
   guint copied_source;
   guint description_source;
   guint content_tick;
+  guint content_source;
+  gint64 content_shown_at;
 
   /* Template children */
   GtkBox *header_box;
@@ -321,6 +325,8 @@ show_content (KagedMessageRow *self)
       gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->content_tick);
       self->content_tick = 0;
     }
+  g_clear_handle_id (&self->content_source, g_source_remove);
+  self->content_shown_at = g_get_monotonic_time ();
 
   if (is_agent (self))
     {
@@ -348,6 +354,21 @@ content_tick_cb (GtkWidget     *widget,
 }
 
 static gboolean
+content_later_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->content_source = 0;
+  if (gtk_widget_get_mapped (GTK_WIDGET (self)))
+    self->content_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), content_tick_cb,
+                                                       NULL, NULL);
+  else
+    show_content (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+static gboolean
 is_streaming (KagedMessageRow *self)
 {
   return self->message != NULL &&
@@ -355,10 +376,11 @@ is_streaming (KagedMessageRow *self)
 }
 
 /*
- * While a reply streams on screen, its text changes at most once a frame,
- * however many deltas came since the last one: the Markdown is parsed and
- * laid out once for all of them. Assistive technologies hear of it a few
- * times a second; once the reply ends, at once.
+ * While a reply streams on screen, its text changes at most once a frame
+ * and at most every STREAMING_INTERVAL_US, however many deltas came since:
+ * the Markdown is parsed, laid out and painted once for all of them.
+ * Assistive technologies hear of it a few times a second; once the reply
+ * ends, at once.
  */
 static void
 on_content_changed (KagedMessageRow *self)
@@ -366,10 +388,20 @@ on_content_changed (KagedMessageRow *self)
   if (is_streaming (self))
     {
       if (!gtk_widget_get_mapped (GTK_WIDGET (self)) || !is_agent (self))
-        show_content (self);
-      else if (self->content_tick == 0)
-        self->content_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), content_tick_cb,
-                                                           NULL, NULL);
+        {
+          show_content (self);
+        }
+      else if (self->content_tick == 0 && self->content_source == 0)
+        {
+          gint64 wait = self->content_shown_at + STREAMING_INTERVAL_US - g_get_monotonic_time ();
+
+          if (wait > 0)
+            self->content_source = g_timeout_add ((guint)(wait / G_TIME_SPAN_MILLISECOND) + 1,
+                                                  content_later_cb, self);
+          else
+            self->content_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), content_tick_cb,
+                                                               NULL, NULL);
+        }
 
       if (self->description_source == 0)
         self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
@@ -385,7 +417,7 @@ on_content_changed (KagedMessageRow *self)
 static void
 on_status_changed (KagedMessageRow *self)
 {
-  if (self->content_tick != 0 && !is_streaming (self))
+  if ((self->content_tick != 0 || self->content_source != 0) && !is_streaming (self))
     show_content (self);
   update_description (self);
 }
@@ -557,6 +589,7 @@ kaged_message_row_dispose (GObject *object)
       gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->content_tick);
       self->content_tick = 0;
     }
+  g_clear_handle_id (&self->content_source, g_source_remove);
 
   if (self->message_signals != NULL)
     g_signal_group_set_target (self->message_signals, NULL);
@@ -673,7 +706,7 @@ kaged_message_row_unmap (GtkWidget *widget)
   KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
 
   /* No frame comes to an unmapped row: what waited for one shows now. */
-  if (self->content_tick != 0)
+  if (self->content_tick != 0 || self->content_source != 0)
     show_content (self);
 
   GTK_WIDGET_CLASS (kaged_message_row_parent_class)->unmap (widget);

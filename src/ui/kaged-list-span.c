@@ -387,6 +387,55 @@ kaged_list_span_grow_end (KagedListSpan *self,
 }
 
 /**
+ * kaged_list_span_shrink_start:
+ * @n: how many items to take away at most
+ *
+ * Takes up to @n items away from the span's start.
+ *
+ * Returns: how many were taken away
+ */
+guint
+kaged_list_span_shrink_start (KagedListSpan *self,
+                              guint          n)
+{
+  g_return_val_if_fail (KAGED_IS_LIST_SPAN (self), 0);
+
+  n = MIN (n, self->end - self->start);
+  if (n == 0)
+    return 0;
+
+  self->start += n;
+  g_list_model_items_changed (G_LIST_MODEL (self), 0, n, 0);
+
+  return n;
+}
+
+/**
+ * kaged_list_span_shrink_end:
+ * @n: how many items to take away at most
+ *
+ * Takes up to @n items away from the span's end; it no longer follows
+ * the end of the model then.
+ *
+ * Returns: how many were taken away
+ */
+guint
+kaged_list_span_shrink_end (KagedListSpan *self,
+                            guint          n)
+{
+  g_return_val_if_fail (KAGED_IS_LIST_SPAN (self), 0);
+
+  n = MIN (n, self->end - self->start);
+  if (n == 0)
+    return 0;
+
+  self->end -= n;
+  g_list_model_items_changed (G_LIST_MODEL (self), self->end - self->start, n, 0);
+
+  return n;
+}
+
+/**
  * kaged_list_span_show_tail:
  *
  * Shows the last items of the model again, as many as at first, unless

@@ -24,6 +24,10 @@ guint          kaged_list_span_grow_start     (KagedListSpan *self,
                                                guint          n);
 guint          kaged_list_span_grow_end       (KagedListSpan *self,
                                                guint          n);
+guint          kaged_list_span_shrink_start   (KagedListSpan *self,
+                                               guint          n);
+guint          kaged_list_span_shrink_end     (KagedListSpan *self,
+                                               guint          n);
 void           kaged_list_span_show_tail      (KagedListSpan *self);
 guint          kaged_list_span_show_around    (KagedListSpan *self,
                                                guint          position,

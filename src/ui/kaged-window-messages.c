@@ -44,6 +44,9 @@ kaged_window_open_conversation (KagedWindow *self,
 /* Enough to fill a tall window; each is a row built and laid out. */
 #define MESSAGES_SHOWN_AT_FIRST 20
 #define MESSAGES_ADDED_AT_ONCE 15
+/* At most this many at once: those far below or above what is seen go
+ * (GTK 4.8's list keeps rows for 200 items around what it shows). */
+#define MESSAGES_KEPT 120
 /* Messages shown above a search result, for context. */
 #define MESSAGES_BEFORE_RESULT 2
 
@@ -70,11 +73,22 @@ grow_cb (gpointer user_data)
   if (self->span == NULL || page <= 0)
     return G_SOURCE_REMOVE;
 
-  /* Within a screen of either end of what is shown. */
+  /* Within a screen of either end of what is shown; what is furthest
+   * from it goes. */
   if (value < page)
-    kaged_list_span_grow_start (self->span, MESSAGES_ADDED_AT_ONCE);
+    {
+      kaged_list_span_grow_start (self->span, MESSAGES_ADDED_AT_ONCE);
+      if (g_list_model_get_n_items (G_LIST_MODEL (self->span)) > MESSAGES_KEPT)
+        kaged_list_span_shrink_end (self->span,
+                                    g_list_model_get_n_items (G_LIST_MODEL (self->span)) - MESSAGES_KEPT);
+    }
   else if (value + 2 * page > upper)
-    kaged_list_span_grow_end (self->span, MESSAGES_ADDED_AT_ONCE);
+    {
+      kaged_list_span_grow_end (self->span, MESSAGES_ADDED_AT_ONCE);
+      if (g_list_model_get_n_items (G_LIST_MODEL (self->span)) > MESSAGES_KEPT)
+        kaged_list_span_shrink_start (self->span,
+                                      g_list_model_get_n_items (G_LIST_MODEL (self->span)) - MESSAGES_KEPT);
+    }
 
   return G_SOURCE_REMOVE;
 }

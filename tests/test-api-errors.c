@@ -255,6 +255,141 @@ test_body_limits (Fixture       *fixture,
   g_assert_cmpstr (before, ==, after);
 }
 
+/* A JSON text nested this deep overflows json-glib's recursive parser. */
+#define DEEP_LEVELS 75000
+
+static char *
+nested_body (const char *before,
+             guint       levels,
+             const char *after)
+{
+  GString *body = g_string_new (before);
+
+  for (guint i = 0; i < levels; i++)
+    g_string_append_c (body, '[');
+  for (guint i = 0; i < levels; i++)
+    g_string_append_c (body, ']');
+  g_string_append (body, after);
+
+  return g_string_free (body, FALSE);
+}
+
+static void
+test_deep_json (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *regenerate_path = NULL;
+  g_autoptr(JsonObject) receipt = NULL;
+  g_autoptr(EventClient) events = NULL;
+  gint64 session_id;
+
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Deep");
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages", session_id);
+  events = open_events (fixture, session_id);
+  receipt = post_message (fixture, session_id, "Hello");
+  wait_event (events, "run.finished", json_object_get_int_member (receipt, "run_id"));
+  regenerate_path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages/%"
+                                     G_GINT64_FORMAT "/regenerate", session_id,
+                                     json_object_get_int_member (receipt, "message_id"));
+  before = snapshot (fixture);
+
+  /* Every endpoint that reads a body refuses it, and the server lives. */
+  {
+    const char *paths[] = { "/api/v1/sessions", path, regenerate_path };
+    g_autofree char *bare = nested_body ("", DEEP_LEVELS, "");
+    g_autofree char *member = nested_body ("{\"content\": \"Hi\", \"title\": \"x\", \"x\": ",
+                                           DEEP_LEVELS, "}");
+
+    for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
+      {
+        g_autoptr(Response) bare_response = request (fixture, "POST", paths[i], bare);
+        g_autoptr(Response) member_response = request (fixture, "POST", paths[i], member);
+
+        assert_error (bare_response, SOUP_STATUS_BAD_REQUEST, "malformed_json");
+        assert_error (member_response, SOUP_STATUS_BAD_REQUEST, "malformed_json");
+      }
+  }
+
+  /* Just beyond the bound of 512 levels: refused too. */
+  {
+    g_autofree char *body = nested_body ("{\"content\": \"Hi\", \"x\": ", 512, "}");
+    g_autoptr(Response) response = request (fixture, "POST", path, body);
+
+    assert_error (response, SOUP_STATUS_BAD_REQUEST, "malformed_json");
+  }
+
+  after = snapshot (fixture);
+  g_assert_cmpstr (before, ==, after);
+
+  /* Within it: accepted. */
+  {
+    g_autofree char *body = nested_body ("{\"content\": \"Nested\", \"x\": ", 511, "}");
+    g_autoptr(Response) response = request (fixture, "POST", path, body);
+
+    g_assert_cmpuint (response->status, ==, SOUP_STATUS_ACCEPTED);
+  }
+}
+
+static void
+test_escaped_nul (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(JsonArray) messages = NULL;
+  gint64 session_id;
+  const char *refused[] = {
+    "{\"content\": \"before\\u0000after\"}",
+    "{\"content\": \"\\u0000\"}",
+    "{\"content\": \"tail\\u0000\"}",
+    /* json-glib reads \U as \u */
+    "{\"content\": \"upper\\U0000case\"}",
+    "{\"content\": \"\\\\\\u0000\"}",
+  };
+
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Nul");
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages", session_id);
+  before = snapshot (fixture);
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      g_autoptr(Response) response = NULL;
+
+      g_test_message ("%s", refused[i]);
+      response = request (fixture, "POST", path, refused[i]);
+      assert_error (response, SOUP_STATUS_BAD_REQUEST, "invalid_content");
+    }
+
+  /* A title is text too. */
+  {
+    g_autoptr(Response) response = request (fixture, "POST", "/api/v1/sessions",
+                                            "{\"title\": \"a\\u0000b\"}");
+
+    assert_error (response, SOUP_STATUS_BAD_REQUEST, "invalid_content");
+  }
+
+  after = snapshot (fixture);
+  g_assert_cmpstr (before, ==, after);
+
+  /* A backslash followed by the letters u0000 is ordinary text. */
+  {
+    g_autoptr(Response) response = request (fixture, "POST", path,
+                                            "{\"content\": \"path\\\\u0000x\"}");
+    JsonObject *operator;
+
+    g_assert_cmpuint (response->status, ==, SOUP_STATUS_ACCEPTED);
+    messages = list_messages (fixture, session_id, NULL);
+    operator = json_array_get_object_element (messages, 0);
+    g_assert_cmpstr (json_object_get_string_member (operator, "content"), ==, "path\\u0000x");
+  }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -263,6 +398,8 @@ main (int   argc,
 
   KAGED_API_TEST_ADD ("errors/bad-requests", test_bad_requests);
   KAGED_API_TEST_ADD ("errors/body-limits", test_body_limits);
+  KAGED_API_TEST_ADD ("errors/deep-json", test_deep_json);
+  KAGED_API_TEST_ADD ("errors/escaped-nul", test_escaped_nul);
 
   return g_test_run ();
 }

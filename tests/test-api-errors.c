@@ -390,6 +390,91 @@ test_escaped_nul (Fixture       *fixture,
   }
 }
 
+typedef struct
+{
+  const char *headers;
+  const char *body;
+  guint       status;
+  const char *code;
+} EarlyCase;
+
+/* What is wrong with a request's headers is answered from them, without
+ * waiting for a body that may never come, and the connection closes. */
+static void
+test_early_answers (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  const EarlyCase cases[] = {
+    /* 11 MiB and 10 GiB announced, nothing sent. */
+    { "Content-Length: 11534336\r\n", NULL, 413, "payload_too_large" },
+    { "Content-Length: 10737418240\r\n", NULL, 413, "payload_too_large" },
+    /* Two ways to tell where the body ends. */
+    { "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "hello", 400, "invalid_framing" },
+    { "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n", 400,
+      "invalid_framing" },
+    /* Not a length. */
+    { "Content-Length: -5\r\n", NULL, 400, "invalid_framing" },
+    { "Content-Length: 18446744073709551615\r\n", NULL, 400, "invalid_framing" },
+    /* No token: the body is not waited for either. */
+    { "Content-Length: 100\r\n", NULL, 401, "unauthorized" },
+  };
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *request_line = NULL;
+  g_autofree char *err = NULL;
+  gint64 session_id;
+
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Early");
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages", session_id);
+  request_line = g_strdup_printf ("POST %s HTTP/1.1", path);
+  before = snapshot (fixture);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(RawClient) client = raw_client_connect (fixture->port);
+      g_autofree char *code = NULL;
+      gint64 start = g_get_monotonic_time ();
+      guint status;
+
+      g_test_message ("%s", cases[i].headers);
+      raw_client_send_request (client, request_line,
+                               cases[i].status == 401 ? NULL : fixture->token,
+                               cases[i].headers, cases[i].body);
+      status = raw_client_wait_answer (client, 5000, &code);
+      g_assert_cmpuint (status, ==, cases[i].status);
+      g_assert_cmpstr (code, ==, cases[i].code);
+      g_assert_nonnull (strstr (raw_client_get_received (client), "Connection: close\r\n"));
+      g_assert_true (raw_client_wait_closed (client, 5000));
+      g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
+    }
+
+  /* A body shorter than announced: refused once it stops coming (after
+   * the body timeout, 10 s), not after the connection's idle time. */
+  {
+    g_autoptr(RawClient) client = raw_client_connect (fixture->port);
+    g_autofree char *code = NULL;
+    gint64 start = g_get_monotonic_time ();
+
+    raw_client_send_request (client, request_line, fixture->token,
+                             "Content-Type: application/json\r\nContent-Length: 100\r\n",
+                             "{\"content\": \"short\"}");
+    g_assert_cmpuint (raw_client_wait_answer (client, 14000, &code), ==, 400);
+    g_assert_cmpstr (code, ==, "incomplete_body");
+    g_assert_cmpint (g_get_monotonic_time () - start, >=, 9 * G_USEC_PER_SEC);
+    g_assert_true (raw_client_wait_closed (client, 5000));
+  }
+
+  after = snapshot (fixture);
+  g_assert_cmpstr (before, ==, after);
+
+  /* libsoup was never asked to read a negative length: nothing warned. */
+  err = fixture_stop_and_read_stderr (fixture);
+  g_assert_null (strstr (err, "WARNING"));
+  g_assert_null (strstr (err, "CRITICAL"));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -400,6 +485,7 @@ main (int   argc,
   KAGED_API_TEST_ADD ("errors/body-limits", test_body_limits);
   KAGED_API_TEST_ADD ("errors/deep-json", test_deep_json);
   KAGED_API_TEST_ADD ("errors/escaped-nul", test_escaped_nul);
+  KAGED_API_TEST_ADD ("errors/early-answers", test_early_answers);
 
   return g_test_run ();
 }

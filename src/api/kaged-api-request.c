@@ -40,13 +40,11 @@ kaged_api_respond_json (SoupServerMessage *msg,
   soup_server_message_set_response (msg, JSON_CONTENT_TYPE, SOUP_MEMORY_TAKE, data, length);
 }
 
-void
-kaged_api_respond_error (SoupServerMessage *msg,
-                         guint              status,
-                         const char        *code,
-                         const char        *message)
+static JsonBuilder *
+error_builder (const char *code,
+               const char *message)
 {
-  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  JsonBuilder *builder = json_builder_new ();
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "error");
@@ -57,6 +55,28 @@ kaged_api_respond_error (SoupServerMessage *msg,
   json_builder_add_string_value (builder, message);
   json_builder_end_object (builder);
   json_builder_end_object (builder);
+
+  return builder;
+}
+
+/* The body of an error answer: `{error: {code, message}}`. */
+char *
+kaged_api_error_to_string (const char *code,
+                           const char *message,
+                           gsize      *length)
+{
+  g_autoptr(JsonBuilder) builder = error_builder (code, message);
+
+  return kaged_api_wire_to_string (builder, length);
+}
+
+void
+kaged_api_respond_error (SoupServerMessage *msg,
+                         guint              status,
+                         const char        *code,
+                         const char        *message)
+{
+  g_autoptr(JsonBuilder) builder = error_builder (code, message);
 
   kaged_api_respond_json (msg, status, builder);
 }

@@ -894,6 +894,93 @@ test_markdown_long_paragraph (void)
   gtk_window_destroy (window);
 }
 
+static guint
+count_text_nodes (GskRenderNode *node)
+{
+  GskRenderNodeType type;
+  guint n = 0;
+
+  if (node == NULL)
+    return 0;
+
+  type = gsk_render_node_get_node_type (node);
+  if (type == GSK_TEXT_NODE)
+    return 1;
+  if (type == GSK_CONTAINER_NODE)
+    {
+      for (guint i = 0; i < gsk_container_node_get_n_children (node); i++)
+        n += count_text_nodes (gsk_container_node_get_child (node, i));
+      return n;
+    }
+  if (type == GSK_TRANSFORM_NODE)
+    return count_text_nodes (gsk_transform_node_get_child (node));
+  if (type == GSK_CLIP_NODE)
+    return count_text_nodes (gsk_clip_node_get_child (node));
+  if (type == GSK_ROUNDED_CLIP_NODE)
+    return count_text_nodes (gsk_rounded_clip_node_get_child (node));
+  if (type == GSK_OPACITY_NODE)
+    return count_text_nodes (gsk_opacity_node_get_child (node));
+  if (type == GSK_COLOR_MATRIX_NODE)
+    return count_text_nodes (gsk_color_matrix_node_get_child (node));
+  if (type == GSK_DEBUG_NODE)
+    return count_text_nodes (gsk_debug_node_get_child (node));
+
+  return 0;
+}
+
+static guint
+drawn_paragraphs (GtkWidget *view)
+{
+  GtkSnapshot *snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+
+  GTK_WIDGET_GET_CLASS (view)->snapshot (view, snapshot);
+  node = gtk_snapshot_free_to_node (snapshot);
+
+  return count_text_nodes (node);
+}
+
+/* A long reply in a scrolled list draws the blocks near the visible part,
+ * not all of them at every frame. */
+static void
+test_markdown_long_reply_drawn_in_part (void)
+{
+  GtkWidget *view = kaged_markdown_view_new ();
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  GtkWindow *window;
+  g_autoptr(GString) text = g_string_new (NULL);
+
+  for (guint i = 0; i < 300; i++)
+    g_string_append_printf (text, "Paragraph %u.\n\n", i);
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  window = show_in_window (scroller);
+  iterate ();
+  g_assert_cmpuint (drawn_paragraphs (view), >, 0);
+  g_assert_cmpuint (drawn_paragraphs (view), <, 100);
+
+  /* Scrolled to the end: the last paragraph is among those drawn. */
+  gtk_adjustment_set_value (gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroller)),
+                            G_MAXDOUBLE);
+  iterate ();
+  g_assert_cmpuint (drawn_paragraphs (view), <, 100);
+  {
+    GtkSnapshot *snapshot = gtk_snapshot_new ();
+    g_autoptr(GskRenderNode) node = NULL;
+    GtkWidget *last = gtk_widget_get_last_child (view);
+    graphene_rect_t bounds;
+    graphene_rect_t drawn;
+
+    GTK_WIDGET_GET_CLASS (view)->snapshot (view, snapshot);
+    node = gtk_snapshot_free_to_node (snapshot);
+    gsk_render_node_get_bounds (node, &drawn);
+    g_assert_true (gtk_widget_compute_bounds (last, view, &bounds));
+    g_assert_cmpfloat (drawn.origin.y + drawn.size.height, >=, bounds.origin.y + bounds.size.height - 1);
+  }
+  gtk_window_destroy (window);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -908,6 +995,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/fixture", test_markdown_fixture);
   g_test_add_func ("/markdown-view/streaming", test_markdown_streaming);
   g_test_add_func ("/markdown-view/long-paragraph", test_markdown_long_paragraph);
+  g_test_add_func ("/markdown-view/long-reply-drawn-in-part", test_markdown_long_reply_drawn_in_part);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);

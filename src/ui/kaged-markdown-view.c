@@ -33,6 +33,10 @@ struct _KagedMarkdownView
 
   KagedMarkdown *document;
   guint64 widgets_built;
+
+  /* The list or view that scrolls this one, and its vertical adjustment */
+  GtkWidget *scrollable;
+  GtkAdjustment *vadjustment;
 };
 
 G_DEFINE_FINAL_TYPE (KagedMarkdownView, kaged_markdown_view, GTK_TYPE_WIDGET)
@@ -482,6 +486,107 @@ sync_children (KagedMarkdownView *self,
     }
 }
 
+/* --- drawing only what can be seen ----------------------------------------------------- */
+
+/* A reply with fewer blocks is drawn whole. */
+#define CULL_MIN_BLOCKS 48
+
+static void
+vadjustment_changed_cb (KagedMarkdownView *self)
+{
+  if (gtk_widget_get_first_child (GTK_WIDGET (self)) != NULL)
+    gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+watch_scrollable (KagedMarkdownView *self,
+                  GtkWidget         *scrollable)
+{
+  GtkAdjustment *vadjustment = NULL;
+
+  if (scrollable != NULL)
+    vadjustment = gtk_scrollable_get_vadjustment (GTK_SCROLLABLE (scrollable));
+
+  if (self->vadjustment != NULL)
+    g_signal_handlers_disconnect_by_data (self->vadjustment, self);
+  g_set_object (&self->vadjustment, vadjustment);
+  self->scrollable = scrollable;
+
+  /* What is visible moves with the scrolling: drawn again then. */
+  if (vadjustment != NULL)
+    g_signal_connect_object (vadjustment, "value-changed",
+                             G_CALLBACK (vadjustment_changed_cb), self, G_CONNECT_SWAPPED);
+}
+
+static void
+kaged_markdown_view_map (GtkWidget *widget)
+{
+  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
+
+  GTK_WIDGET_CLASS (kaged_markdown_view_parent_class)->map (widget);
+
+  watch_scrollable (self, gtk_widget_get_ancestor (widget, GTK_TYPE_SCROLLABLE));
+}
+
+static void
+kaged_markdown_view_unmap (GtkWidget *widget)
+{
+  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
+
+  watch_scrollable (self, NULL);
+
+  GTK_WIDGET_CLASS (kaged_markdown_view_parent_class)->unmap (widget);
+}
+
+/*
+ * A long reply in a scrolled list is mostly out of sight, and while it
+ * streams every frame would draw all of its blocks again: only those within
+ * a screen of the visible part are drawn.
+ */
+static void
+kaged_markdown_view_snapshot (GtkWidget   *widget,
+                              GtkSnapshot *snapshot)
+{
+  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
+  graphene_rect_t visible;
+  float top;
+  float bottom;
+  guint n = 0;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL && n < CULL_MIN_BLOCKS;
+       child = gtk_widget_get_next_sibling (child))
+    n++;
+
+  if (n < CULL_MIN_BLOCKS || self->scrollable == NULL ||
+      !gtk_widget_compute_bounds (self->scrollable, widget, &visible))
+    {
+      for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+           child = gtk_widget_get_next_sibling (child))
+        gtk_widget_snapshot_child (widget, child, snapshot);
+      return;
+    }
+
+  /* A viewport scrolls its child when drawing it, not by placing it. */
+  if (GTK_IS_VIEWPORT (self->scrollable) && self->vadjustment != NULL)
+    visible.origin.y += gtk_adjustment_get_value (self->vadjustment);
+
+  top = visible.origin.y - visible.size.height;
+  bottom = visible.origin.y + 2 * visible.size.height;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      graphene_rect_t bounds;
+
+      if (!gtk_widget_compute_bounds (child, widget, &bounds))
+        continue;
+      if (bounds.origin.y > bottom)
+        break;
+      if (bounds.origin.y + bounds.size.height >= top)
+        gtk_widget_snapshot_child (widget, child, snapshot);
+    }
+}
+
 /* --- the widget ---------------------------------------------------------------------- */
 
 static void
@@ -494,6 +599,7 @@ kaged_markdown_view_dispose (GObject *object)
     gtk_widget_unparent (child);
 
   g_clear_object (&self->document);
+  watch_scrollable (self, NULL);
 
   G_OBJECT_CLASS (kaged_markdown_view_parent_class)->dispose (object);
 }
@@ -561,6 +667,10 @@ kaged_markdown_view_class_init (KagedMarkdownViewClass *klass)
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   block_info_quark = g_quark_from_static_string ("kaged-markdown-block-info");
+
+  widget_class->map = kaged_markdown_view_map;
+  widget_class->unmap = kaged_markdown_view_unmap;
+  widget_class->snapshot = kaged_markdown_view_snapshot;
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "markdown");

@@ -380,6 +380,45 @@ test_queue (Fixture       *fixture,
   g_assert_false (reply_on_screen (fixture, "Queued"));
 }
 
+static gboolean
+row_says (Fixture       *fixture,
+          gconstpointer  data)
+{
+  const char * const *what = data;   /* message id as text, then the words */
+  KagedMessageRow *row = row_of (fixture, g_ascii_strtoll (what[0], NULL, 10));
+
+  return row != NULL && label_shows (GTK_WIDGET (row), what[1]);
+}
+
+/* A message posted elsewhere (the HTTP API, a notification) while a reply
+ * streams waits its turn too, and the window says so until its run starts. */
+static void
+test_queue_from_elsewhere (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *id = NULL;
+  const char *what[2];
+
+  send (fixture, "First question");
+  g_assert_true (wait_for (fixture, reply_streaming, GUINT_TO_POINTER (1)));
+
+  receipt = kaged_core_post (fixture->core, kaged_window_get_session_id (fixture->window),
+                             "Second question, from elsewhere", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (receipt->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  id = g_strdup_printf ("%" G_GINT64_FORMAT, receipt->message_id);
+  what[0] = id;
+  what[1] = "Queued";
+  g_assert_true (wait_for (fixture, row_says, what));
+
+  g_assert_true (wait_for (fixture, n_complete, GUINT_TO_POINTER (2)));
+  g_assert_false (row_says (fixture, what));
+  g_assert_false (reply_on_screen (fixture, "Queued"));
+}
+
 static void
 test_regenerate (Fixture       *fixture,
                  gconstpointer  data)
@@ -838,6 +877,7 @@ main (int   argc,
   ADD_TEST ("/window/send-shows-reply", reply, test_send_shows_reply);
   ADD_TEST ("/window/stop", slow, test_stop);
   ADD_TEST ("/window/queue", slow, test_queue);
+  ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);

@@ -19,6 +19,8 @@
 
 G_BEGIN_DECLS
 
+#define KAGED_SESSION_TITLE_MAX_CHARS 60
+
 #define KAGED_ENGINE_ERROR (kaged_engine_error_quark ())
 
 /**
@@ -126,5 +128,7 @@ KagedRun            *kaged_session_manager_get_latest_run   (KagedSessionManager
 gboolean             kaged_session_manager_is_busy          (KagedSessionManager  *self,
                                                              gint64                session_id);
 void                 kaged_session_manager_shutdown         (KagedSessionManager  *self);
+
+char                *kaged_session_title_from_content       (const char           *content);
 
 G_END_DECLS

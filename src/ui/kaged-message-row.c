@@ -737,6 +737,8 @@ kaged_message_row_init (KagedMessageRow *self)
                         G_BINDING_SYNC_CREATE);
   g_binding_group_bind (self->message_bindings, "content", self->markdown_view, "text",
                         G_BINDING_SYNC_CREATE);
+  g_binding_group_bind (self->message_bindings, "queued", self, "queued",
+                        G_BINDING_SYNC_CREATE);
 
   self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
   g_signal_group_connect_swapped (self->message_signals, "notify::content",
@@ -797,6 +799,7 @@ kaged_message_row_set_message (KagedMessageRow *self,
     {
       gtk_label_set_label (self->operator_label, "");
       kaged_markdown_view_set_text (self->markdown_view, NULL);
+      kaged_message_row_set_queued (self, FALSE);
     }
 
   g_binding_group_set_source (self->message_bindings, message);
@@ -926,7 +929,7 @@ kaged_message_row_get_queued (KagedMessageRow *self)
  * kaged_message_row_set_queued:
  *
  * Marks the message as waiting for the reply before it: the row says
- * "Queued".
+ * "Queued". The row follows #KagedMessage:queued of its message.
  */
 void
 kaged_message_row_set_queued (KagedMessageRow *self,

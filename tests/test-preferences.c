@@ -34,7 +34,7 @@ wait_for_string (GSettings  *settings,
 }
 
 static void
-reset_settings (GSettings *settings)
+reset_keys (GSettings *settings)
 {
   g_autoptr(GSettingsSchema) schema = NULL;
   g_auto(GStrv) keys = NULL;
@@ -43,6 +43,24 @@ reset_settings (GSettings *settings)
   keys = g_settings_schema_list_keys (schema);
   for (guint i = 0; keys[i] != NULL; i++)
     g_settings_reset (settings, keys[i]);
+}
+
+/* The settings of the profile "default". */
+static GSettings *
+default_profile_settings (void)
+{
+  return g_settings_new_with_path (BASE_APPLICATION_ID ".Profile",
+                                   "/io/github/kaged/Kaged/profiles/default/");
+}
+
+/* Back to a fresh install: no profiles yet, nothing set. */
+static void
+reset_settings (GSettings *settings)
+{
+  g_autoptr(GSettings) profile = default_profile_settings ();
+
+  reset_keys (profile);
+  reset_keys (settings);
 }
 
 static void
@@ -88,10 +106,19 @@ test_profile_from_settings (void)
   g_assert_cmpstr (kaged_profile_get_model (profile), ==, "claude-sonnet-4-5");
   g_assert_cmpstr (kaged_profile_get_api_key_env (profile), ==, "ANTHROPIC_API_KEY");
 
-  /* Each call reads the settings as they are now. */
-  g_settings_set_string (settings, "provider-kind", "openai");
-  g_settings_set_string (settings, "provider-base-url", "http://127.0.0.1:8080/v1");
-  g_settings_set_string (settings, "provider-api-key-env", "");
+  /* They moved to the profile "default", whose settings count from now on. */
+  {
+    g_auto(GStrv) ids = g_settings_get_strv (settings, "profiles");
+    g_autoptr(GSettings) moved = default_profile_settings ();
+
+    g_assert_cmpuint (g_strv_length (ids), ==, 1);
+    g_assert_cmpstr (ids[0], ==, "default");
+    g_assert_cmpstr (kaged_profile_get_id (profile), ==, "default");
+
+    g_settings_set_string (moved, "kind", "openai");
+    g_settings_set_string (moved, "base-url", "http://127.0.0.1:8080/v1");
+    g_settings_set_string (moved, "api-key-env", "");
+  }
   later = kaged_application_dup_profile (app);
 
   g_assert_cmpint (kaged_profile_get_kind (later), ==, KAGED_PROVIDER_KIND_OPENAI);
@@ -118,14 +145,15 @@ child (KagedPreferencesWindow *window,
 static void
 test_window_writes_settings (void)
 {
-  g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autoptr(GSettings) app_settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autoptr(GSettings) settings = default_profile_settings ();
   KagedPreferencesWindow *window;
   AdwComboRow *kind_row;
   GtkEditable *base_url_row;
   GtkEditable *model_row;
   GtkEditable *api_key_env_row;
 
-  reset_settings (settings);
+  reset_settings (app_settings);
 
   window = kaged_preferences_window_new (NULL);
   kind_row = ADW_COMBO_ROW (child (window, "kind_row"));
@@ -141,25 +169,25 @@ test_window_writes_settings (void)
 
   /* Choosing another kind moves an untouched base URL along with it. */
   adw_combo_row_set_selected (kind_row, 1);
-  g_assert_true (wait_for_string (settings, "provider-kind", "openai"));
-  g_assert_true (wait_for_string (settings, "provider-base-url", "https://api.openai.com/v1"));
+  g_assert_true (wait_for_string (settings, "kind", "openai"));
+  g_assert_true (wait_for_string (settings, "base-url", "https://api.openai.com/v1"));
   g_assert_cmpstr (gtk_editable_get_text (base_url_row), ==, "https://api.openai.com/v1");
 
   /* An address the user typed stays when the kind changes. */
   gtk_editable_set_text (base_url_row, "http://127.0.0.1:8080/v1");
-  g_assert_true (wait_for_string (settings, "provider-base-url", "http://127.0.0.1:8080/v1"));
+  g_assert_true (wait_for_string (settings, "base-url", "http://127.0.0.1:8080/v1"));
   adw_combo_row_set_selected (kind_row, 2);
-  g_assert_true (wait_for_string (settings, "provider-kind", "anthropic"));
-  g_assert_true (wait_for_string (settings, "provider-base-url", "http://127.0.0.1:8080/v1"));
+  g_assert_true (wait_for_string (settings, "kind", "anthropic"));
+  g_assert_true (wait_for_string (settings, "base-url", "http://127.0.0.1:8080/v1"));
 
   gtk_editable_set_text (model_row, "claude-haiku-4-5");
   gtk_editable_set_text (api_key_env_row, "ANTHROPIC_API_KEY");
-  g_assert_true (wait_for_string (settings, "provider-model", "claude-haiku-4-5"));
-  g_assert_true (wait_for_string (settings, "provider-api-key-env", "ANTHROPIC_API_KEY"));
+  g_assert_true (wait_for_string (settings, "model", "claude-haiku-4-5"));
+  g_assert_true (wait_for_string (settings, "api-key-env", "ANTHROPIC_API_KEY"));
 
   /* And the other way round: a change made elsewhere shows in the window. */
-  g_settings_set_string (settings, "provider-kind", "ollama");
-  g_assert_true (wait_for_string (settings, "provider-kind", "ollama"));
+  g_settings_set_string (settings, "kind", "ollama");
+  g_assert_true (wait_for_string (settings, "kind", "ollama"));
   g_assert_cmpuint (adw_combo_row_get_selected (kind_row), ==, 0);
 
   gtk_window_destroy (GTK_WINDOW (window));
@@ -210,7 +238,8 @@ test_window_api_settings (void)
 static void
 test_window_spending_settings (void)
 {
-  g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autoptr(GSettings) app_settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autoptr(GSettings) settings = default_profile_settings ();
   g_autofree char *period = NULL;
   KagedPreferencesWindow *window;
   GtkSpinButton *input_price;
@@ -218,7 +247,7 @@ test_window_spending_settings (void)
   AdwComboRow *period_row;
   gint64 deadline;
 
-  reset_settings (settings);
+  reset_settings (app_settings);
 
   window = kaged_preferences_window_new (NULL);
   input_price = GTK_SPIN_BUTTON (child (window, "input_price_button"));
@@ -241,14 +270,14 @@ test_window_spending_settings (void)
 
   period = g_settings_get_string (settings, "spend-limit-period");
   g_assert_cmpstr (period, ==, "monthly");
-  g_assert_cmpfloat (g_settings_get_double (settings, "provider-input-price"), ==, 2.5);
+  g_assert_cmpfloat (g_settings_get_double (settings, "input-price"), ==, 2.5);
   g_assert_cmpfloat (g_settings_get_double (settings, "spend-limit"), ==, 20);
 
   /* And back from the settings to the rows. */
   g_settings_set_string (settings, "spend-limit-period", "daily");
   g_assert_cmpuint (adw_combo_row_get_selected (period_row), ==, 1);
 
-  reset_settings (settings);
+  reset_settings (app_settings);
   gtk_window_destroy (GTK_WINDOW (window));
 }
 

@@ -25,6 +25,8 @@ struct _KagedPreferencesWindow
   AdwPreferencesWindow parent_instance;
 
   GSettings *settings;
+  GSettings *profile_settings;
+  KagedProfiles *profiles;
   KagedCore *core;
 
   /* Template children */
@@ -141,8 +143,8 @@ kaged_preferences_window_kind_changed (KagedPreferencesWindow *self,
                                        const char             *key,
                                        GSettings              *settings)
 {
-  g_autofree char *kind = g_settings_get_string (settings, "provider-kind");
-  g_autofree char *base_url = g_settings_get_string (settings, "provider-base-url");
+  g_autofree char *kind = g_settings_get_string (settings, "kind");
+  g_autofree char *base_url = g_settings_get_string (settings, "base-url");
 
   if (base_url[0] != '\0' && !is_default_base_url (base_url))
     return;
@@ -152,7 +154,7 @@ kaged_preferences_window_kind_changed (KagedPreferencesWindow *self,
       if (g_str_equal (kind, provider_kinds[i].kind) &&
           g_strcmp0 (base_url, provider_kinds[i].default_base_url) != 0)
         {
-          g_settings_set_string (settings, "provider-base-url",
+          g_settings_set_string (settings, "base-url",
                                  provider_kinds[i].default_base_url);
           break;
         }
@@ -193,6 +195,8 @@ kaged_preferences_window_finalize (GObject *object)
   KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (object);
 
   g_clear_object (&self->core);
+  g_clear_object (&self->profile_settings);
+  g_clear_object (&self->profiles);
   g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (kaged_preferences_window_parent_class)->finalize (object);
@@ -245,38 +249,48 @@ kaged_preferences_window_init (KagedPreferencesWindow *self)
   gtk_widget_init_template (GTK_WIDGET (self));
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
+  self->profiles = kaged_profiles_new (self->settings);
+  {
+    g_autofree char *path = NULL;
+    g_autofree char *profile_path = NULL;
 
-  g_settings_bind_with_mapping (self->settings, "provider-kind",
+    g_object_get (self->settings, "path", &path, NULL);
+    profile_path = g_strdup_printf ("%sprofiles/%s/", path,
+                                    kaged_profile_get_id (kaged_profiles_get_default (self->profiles)));
+    self->profile_settings = g_settings_new_with_path (KAGED_PROFILE_SCHEMA_ID, profile_path);
+  }
+
+  g_settings_bind_with_mapping (self->profile_settings, "kind",
                                 self->kind_row, "selected",
                                 G_SETTINGS_BIND_DEFAULT,
                                 kind_to_position, position_to_kind,
                                 NULL, NULL);
-  g_settings_bind (self->settings, "provider-base-url",
+  g_settings_bind (self->profile_settings, "base-url",
                    self->base_url_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "provider-model",
+  g_settings_bind (self->profile_settings, "model",
                    self->model_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "provider-api-key-env",
+  g_settings_bind (self->profile_settings, "api-key-env",
                    self->api_key_env_row, "text",
                    G_SETTINGS_BIND_DEFAULT);
 
-  g_signal_connect_object (self->settings, "changed::provider-kind",
+  g_signal_connect_object (self->profile_settings, "changed::kind",
                            G_CALLBACK (kaged_preferences_window_kind_changed),
                            self, G_CONNECT_SWAPPED);
 
-  g_settings_bind (self->settings, "provider-input-price",
+  g_settings_bind (self->profile_settings, "input-price",
                    gtk_spin_button_get_adjustment (self->input_price_button), "value",
                    G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "provider-output-price",
+  g_settings_bind (self->profile_settings, "output-price",
                    gtk_spin_button_get_adjustment (self->output_price_button), "value",
                    G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind_with_mapping (self->settings, "spend-limit-period",
+  g_settings_bind_with_mapping (self->profile_settings, "spend-limit-period",
                                 self->spend_period_row, "selected",
                                 G_SETTINGS_BIND_DEFAULT,
                                 period_to_position, position_to_period,
                                 NULL, NULL);
-  g_settings_bind (self->settings, "spend-limit",
+  g_settings_bind (self->profile_settings, "spend-limit",
                    gtk_spin_button_get_adjustment (self->spend_limit_button), "value",
                    G_SETTINGS_BIND_DEFAULT);
   g_object_bind_property (self->spend_period_row, "selected",

@@ -362,6 +362,51 @@ test_provider_for_this_run (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/chat/completions"), ==, 2);
 }
 
+/* A provider given on the command line is laid over the default profile
+ * and keeps its key only while it still talks to the same server. */
+static void
+test_command_line_profile (void)
+{
+  g_autoptr(KagedProfile) base = NULL;
+  g_autoptr(KagedProfile) same_server = NULL;
+  g_autoptr(KagedProfile) other_server = NULL;
+  g_autoptr(KagedProfile) other_kind = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(KagedOptions) model_only = { .api_port = -1 };
+  g_auto(KagedOptions) url = { .api_port = -1 };
+  g_auto(KagedOptions) kind = { .api_port = -1 };
+
+  base = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_OPENAI, "https://llm.example.org/v1",
+                            "gpt-test");
+  kaged_profile_set_id (base, "work-id");
+  kaged_profile_set_spend_limit_period (base, KAGED_SPEND_PERIOD_DAILY);
+  kaged_profile_set_spend_limit (base, 3.0);
+
+  model_only.model = g_strdup ("gpt-other");
+  same_server = kaged_options_build_profile (&model_only, base, &error);
+  g_assert_no_error (error);
+  g_assert_true (same_server != base);
+  g_assert_cmpstr (kaged_profile_get_model (same_server), ==, "gpt-other");
+  g_assert_cmpstr (kaged_profile_get_key_id (same_server), ==, "work-id");
+  g_assert_cmpfloat (kaged_profile_get_spend_limit (same_server), ==, 3.0);
+  /* The default profile itself is untouched. */
+  g_assert_cmpstr (kaged_profile_get_model (base), ==, "gpt-test");
+
+  url.provider_url = g_strdup ("http://127.0.0.1:8080/v1");
+  other_server = kaged_options_build_profile (&url, base, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (kaged_profile_get_base_url (other_server), ==, "http://127.0.0.1:8080/v1");
+  g_assert_null (kaged_profile_get_id (other_server));
+  g_assert_cmpstr (kaged_profile_get_key_id (other_server), !=, "work-id");
+
+  kind.provider_kind = g_strdup ("anthropic");
+  other_kind = kaged_options_build_profile (&kind, base, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_profile_get_kind (other_kind), ==, KAGED_PROVIDER_KIND_ANTHROPIC);
+  g_assert_cmpstr (kaged_profile_get_base_url (other_kind), ==, "https://api.anthropic.com");
+  g_assert_cmpstr (kaged_profile_get_key_id (other_kind), !=, "work-id");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -381,6 +426,7 @@ main (int   argc,
               fixture_set_up, test_model_follows_preferences, fixture_tear_down);
   g_test_add ("/services/spend-limit-follows-preferences", Fixture, NULL,
               fixture_set_up, test_spend_limit_follows_preferences, fixture_tear_down);
+  g_test_add_func ("/services/command-line-profile", test_command_line_profile);
   g_test_add ("/services/provider-for-this-run", Fixture, "options",
               fixture_set_up, test_provider_for_this_run, fixture_tear_down);
 

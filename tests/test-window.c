@@ -39,6 +39,15 @@ typedef struct
 } Fixture;
 
 static GtkApplication *the_application;
+static guint n_preferences_opened;
+
+static void
+preferences_cb (GSimpleAction *action,
+                GVariant      *parameter,
+                gpointer       user_data)
+{
+  n_preferences_opened++;
+}
 
 static void
 g_set_str_local (char       **where,
@@ -97,9 +106,16 @@ fixture_set_up (Fixture       *fixture,
   /* One application for the whole program: it stays registered on the bus. */
   if (the_application == NULL)
     {
+      static const GActionEntry app_entries[] = {
+        { "preferences", preferences_cb, NULL, NULL, NULL, { 0 } },
+      };
+
       the_application = gtk_application_new ("io.github.kaged.Kaged.WindowTest",
                                              G_APPLICATION_NON_UNIQUE);
       g_signal_connect (the_application, "activate", G_CALLBACK (activate_cb), NULL);
+      /* What KagedApplication provides: the preferences, here counted. */
+      g_action_map_add_action_entries (G_ACTION_MAP (the_application), app_entries,
+                                       G_N_ELEMENTS (app_entries), NULL);
       g_application_register (G_APPLICATION (the_application), NULL, &error);
       g_assert_no_error (error);
     }
@@ -722,6 +738,54 @@ test_keyboard_reaches_stop (Fixture       *fixture,
   assert_reached (visited, "Message", GTK_WIDGET (fixture->composer));
 }
 
+static GtkWidget *
+find_button_labelled (GtkWidget  *widget,
+                      const char *label)
+{
+  if (GTK_IS_BUTTON (widget) && gtk_widget_get_mapped (widget) &&
+      g_strcmp0 (gtk_button_get_label (GTK_BUTTON (widget)), label) == 0)
+    return widget;
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found = find_button_labelled (c, label);
+
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
+}
+
+static gboolean
+button_shown (Fixture       *fixture,
+              gconstpointer  data)
+{
+  return find_button_labelled (child (fixture, "message_view"), data) != NULL;
+}
+
+/* A key the provider refuses: the reply says so, nothing is retried, and
+ * Open Preferences opens the preferences. */
+static void
+test_auth_failed_offers_preferences (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  GtkWidget *button;
+  guint before = n_preferences_opened;
+
+  send (fixture, "Hello?");
+  g_assert_true (wait_for (fixture, reply_on_screen, "The provider did not accept the API key"));
+  g_assert_cmpint (kaged_message_get_retry_class (shown_message (fixture, 1)), ==,
+                   KAGED_RETRY_CLASS_AUTH_FAILED);
+  g_assert_true (wait_for (fixture, button_shown, "Open Preferences"));
+  g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
+
+  button = find_button_labelled (child (fixture, "message_view"), "Open Preferences");
+  g_assert_true (gtk_widget_is_sensitive (button));
+  g_signal_emit_by_name (button, "clicked");
+  g_assert_cmpuint (n_preferences_opened, ==, before + 1);
+}
+
 static gboolean
 file_exists (Fixture       *fixture,
              gconstpointer  data)
@@ -1042,6 +1106,10 @@ main (int   argc,
   const char *storm =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
+  const char *unauthorized =
+    "[{\"status\": 401, \"body\": {\"error\": {\"message\": \"Incorrect API key provided\", "
+    "\"type\": \"invalid_request_error\", \"code\": \"invalid_api_key\"}}}]";
+
   const char *storm_slow =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
@@ -1070,6 +1138,7 @@ main (int   argc,
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
+  ADD_TEST ("/window/auth-failed-offers-preferences", unauthorized, test_auth_failed_offers_preferences);
   ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);
   ADD_TEST ("/window/keyboard/reaches-banner", "unreachable", test_keyboard_reaches_banner);
   ADD_TEST ("/window/keyboard/reaches-stop", slow, test_keyboard_reaches_stop);

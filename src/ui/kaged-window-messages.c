@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-conversation.h"
+#include "kaged-core-settings.h"
 #include "kaged-message-row.h"
 #include "kaged-window-private.h"
 
@@ -296,6 +297,8 @@ message_bind_cb (GtkSignalListItemFactory *factory,
     {
       g_autoptr(GListModel) versions = list_versions (self, message);
       g_autoptr(KagedRun) run = NULL;
+      g_autofree char *run_profile = NULL;
+      g_autofree char *run_model = NULL;
       KagedProfile *profile = kaged_core_get_profile (self->core);
 
       if (kaged_message_get_run_id (message) > 0)
@@ -304,7 +307,17 @@ message_bind_cb (GtkSignalListItemFactory *factory,
                                              kaged_message_get_run_id (message), NULL);
       kaged_message_row_set_versions (row, versions);
       kaged_message_row_set_run (row, run);
-      if (profile != NULL)
+
+      /* The profile and model the run went through, once it recorded them. */
+      if (run != NULL)
+        kaged_core_get_run_model (self->core, kaged_run_get_id (run), NULL, &run_profile,
+                                  &run_model, NULL);
+      if (run_model != NULL)
+        {
+          kaged_message_row_set_provider_name (row, run_profile);
+          kaged_message_row_set_model_name (row, run_model);
+        }
+      else if (profile != NULL)
         {
           kaged_message_row_set_provider_name (row, kaged_profile_get_name (profile));
           kaged_message_row_set_model_name (row, kaged_profile_get_model (profile));

@@ -119,6 +119,48 @@ kaged_core_set_session_settings (KagedCore   *self,
 }
 
 /**
+ * kaged_core_dup_session_profile:
+ * @model: (out) (optional): the model the session's next run asks for
+ *
+ * Returns: (transfer full) (nullable): the profile the session's next run
+ *   goes through: the one it names, or the default one when it names none
+ *   or one that is gone; %NULL when there is no profile at all
+ */
+KagedProfile *
+kaged_core_dup_session_profile (KagedCore  *self,
+                                gint64      session_id,
+                                char      **model)
+{
+  g_autofree char *profile_id = NULL;
+  g_autofree char *session_model = NULL;
+  KagedProfile *profile = NULL;
+
+  g_return_val_if_fail (KAGED_IS_CORE (self), NULL);
+
+  if (model != NULL)
+    *model = NULL;
+
+  if (!kaged_core_get_session_settings (self, session_id, &profile_id, &session_model, NULL, NULL))
+    g_clear_pointer (&profile_id, g_free);
+
+  if (profile_id != NULL)
+    profile = lookup_saved_profile (profile_id, self);
+  if (profile == NULL)
+    {
+      profile = kaged_core_get_profile (self);
+      g_clear_pointer (&session_model, g_free);
+    }
+  if (profile == NULL)
+    return NULL;
+
+  if (model != NULL)
+    *model = session_model != NULL ? g_steal_pointer (&session_model)
+                                   : g_strdup (kaged_profile_get_model (profile));
+
+  return g_object_ref (profile);
+}
+
+/**
  * kaged_core_get_run_model:
  *
  * See kaged_session_manager_get_run_model().

@@ -27,6 +27,9 @@ gboolean      kaged_core_set_session_settings     (KagedCore            *self,
                                                    const char           *model,
                                                    const char           *system_prompt,
                                                    GError              **error);
+KagedProfile *kaged_core_dup_session_profile      (KagedCore            *self,
+                                                   gint64                session_id,
+                                                   char                **model);
 gboolean      kaged_core_get_run_model            (KagedCore            *self,
                                                    gint64                run_id,
                                                    char                **profile_id,

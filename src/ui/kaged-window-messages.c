@@ -299,7 +299,6 @@ message_bind_cb (GtkSignalListItemFactory *factory,
       g_autoptr(KagedRun) run = NULL;
       g_autofree char *run_profile = NULL;
       g_autofree char *run_model = NULL;
-      KagedProfile *profile = kaged_core_get_profile (self->core);
 
       if (kaged_message_get_run_id (message) > 0)
         run = kaged_session_manager_get_run (kaged_window_get_manager (self),
@@ -317,10 +316,24 @@ message_bind_cb (GtkSignalListItemFactory *factory,
           kaged_message_row_set_provider_name (row, run_profile);
           kaged_message_row_set_model_name (row, run_model);
         }
-      else if (profile != NULL)
+      else if (run != NULL && (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING ||
+                               kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED))
         {
-          kaged_message_row_set_provider_name (row, kaged_profile_get_name (profile));
-          kaged_message_row_set_model_name (row, kaged_profile_get_model (profile));
+          /* Still going: it records them when it ends; until then, what
+           * the conversation asks for is what it uses. */
+          g_autoptr(KagedProfile) going = NULL;
+          g_autofree char *going_model = NULL;
+
+          going = kaged_core_dup_session_profile (self->core, kaged_message_get_session_id (message),
+                                                  &going_model);
+          kaged_message_row_set_provider_name (row, going != NULL ? kaged_profile_get_name (going) : NULL);
+          kaged_message_row_set_model_name (row, going_model);
+        }
+      else
+        {
+          /* A run from before runs recorded them, or one that never started. */
+          kaged_message_row_set_provider_name (row, NULL);
+          kaged_message_row_set_model_name (row, NULL);
         }
     }
 }

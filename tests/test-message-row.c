@@ -668,6 +668,27 @@ test_row_statuses (RowFixture    *f,
   g_assert_null (status);
 }
 
+/* Until its first words arrive, a reply says it is reaching the provider,
+ * not that it is writing. */
+static void
+test_row_connecting (RowFixture    *f,
+                     gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (10, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Connecting…"));
+  g_assert_null (shown_label (row, "Writing…"));
+
+  kaged_message_set_content (message, "Hel");
+  iterate ();
+  g_assert_null (shown_label (row, "Connecting…"));
+  g_assert_nonnull (shown_label (row, "Writing…"));
+}
+
 static void
 test_row_rebind (RowFixture    *f,
                  gconstpointer  data)
@@ -995,6 +1016,7 @@ main (int   argc,
   ROW_TEST ("/message-row/agent", test_row_agent);
   ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
+  ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
   ROW_TEST ("/message-row/pager", test_row_pager);

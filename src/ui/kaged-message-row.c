@@ -169,7 +169,8 @@ is_agent (KagedMessageRow *self)
  * kaged_message_row_describe_status:
  *
  * Returns: (transfer full) (nullable): the words the row shows about the
- *   state of its message — "Queued", "Writing…", "Stopped", "Failed", … —
+ *   state of its message — "Queued", "Connecting…", "Writing…", "Stopped",
+ *   "Failed", … —
  *   or %NULL for a complete message
  */
 char *
@@ -189,7 +190,15 @@ kaged_message_row_describe_status (KagedMessageRow *self)
   switch (kaged_message_get_status (self->message))
     {
     case KAGED_MESSAGE_STATUS_STREAMING:
-      return g_strdup (_("Writing…"));
+      {
+        const char *content = kaged_message_get_content (self->message);
+
+        /* Until the first words arrive, the provider is being reached (and
+         * the request perhaps tried again). */
+        if (content == NULL || content[0] == '\0')
+          return g_strdup (_("Connecting…"));
+        return g_strdup (_("Writing…"));
+      }
     case KAGED_MESSAGE_STATUS_FAILED:
       return g_strdup (_("Failed"));
     case KAGED_MESSAGE_STATUS_CANCELLED:
@@ -317,6 +326,10 @@ on_content_changed (KagedMessageRow *self)
   if (self->message != NULL &&
       kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING)
     {
+      /* The first words: from "Connecting…" to "Writing…". */
+      if (g_strcmp0 (gtk_label_get_label (self->status_label), _("Connecting…")) == 0)
+        update_state (self);
+
       if (self->description_source == 0)
         self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
                                                   update_description_later_cb, self);

@@ -28,8 +28,8 @@
  * in words what state a reply is in (writing, stopped, failed and why,
  * interrupted, queued) and keeps what was written before it stopped.
  *
- * The row follows its #KagedMessage through a #GSignalGroup, so a list
- * view can bind and recycle it freely.
+ * The row follows its #KagedMessage through a #GBindingGroup and a
+ * #GSignalGroup, so a list view can bind and recycle it freely.
  *
  * It activates these actions, which its owner (the window) provides, with
  * the message id (`x`) as parameter: `message.regenerate` (on a reply),
@@ -48,6 +48,7 @@ struct _KagedMessageRow
   char *model_name;
   guint queued : 1;
 
+  GBindingGroup *message_bindings;
   GSignalGroup *message_signals;
   GSignalGroup *versions_signals;
   guint copied_source;
@@ -173,7 +174,8 @@ is_agent (KagedMessageRow *self)
  * kaged_message_row_describe_status:
  *
  * Returns: (transfer full) (nullable): the words the row shows about the
- *   state of its message — "Queued", "Writing…", "Stopped", "Failed", … —
+ *   state of its message — "Queued", "Connecting…", "Writing…", "Stopped",
+ *   "Failed", … —
  *   or %NULL for a complete message
  */
 char *
@@ -193,7 +195,15 @@ kaged_message_row_describe_status (KagedMessageRow *self)
   switch (kaged_message_get_status (self->message))
     {
     case KAGED_MESSAGE_STATUS_STREAMING:
-      return g_strdup (_("Writing…"));
+      {
+        const char *content = kaged_message_get_content (self->message);
+
+        /* Until the first words arrive, the provider is being reached (and
+         * the request perhaps tried again). */
+        if (content == NULL || content[0] == '\0')
+          return g_strdup (_("Connecting…"));
+        return g_strdup (_("Writing…"));
+      }
     case KAGED_MESSAGE_STATUS_FAILED:
       return g_strdup (_("Failed"));
     case KAGED_MESSAGE_STATUS_CANCELLED:
@@ -387,6 +397,10 @@ on_content_changed (KagedMessageRow *self)
 {
   if (is_streaming (self))
     {
+      /* The first words: from "Connecting…" to "Writing…". */
+      if (g_strcmp0 (gtk_label_get_label (self->status_label), _("Connecting…")) == 0)
+        update_state (self);
+
       if (!gtk_widget_get_mapped (GTK_WIDGET (self)) || !is_agent (self))
         {
           show_content (self);
@@ -591,10 +605,13 @@ kaged_message_row_dispose (GObject *object)
     }
   g_clear_handle_id (&self->content_source, g_source_remove);
 
+  if (self->message_bindings != NULL)
+    g_binding_group_set_source (self->message_bindings, NULL);
   if (self->message_signals != NULL)
     g_signal_group_set_target (self->message_signals, NULL);
   if (self->versions_signals != NULL)
     g_signal_group_set_target (self->versions_signals, NULL);
+  g_clear_object (&self->message_bindings);
   g_clear_object (&self->message_signals);
   g_clear_object (&self->versions_signals);
 
@@ -844,6 +861,10 @@ kaged_message_row_init (KagedMessageRow *self)
 
   gtk_widget_set_parent (GTK_WIDGET (self->details_popover), GTK_WIDGET (self));
 
+  self->message_bindings = g_binding_group_new ();
+  g_binding_group_bind (self->message_bindings, "queued", self, "queued",
+                        G_BINDING_SYNC_CREATE);
+
   self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
   g_signal_group_connect_swapped (self->message_signals, "notify::content",
                                   G_CALLBACK (on_content_changed), self);
@@ -901,6 +922,10 @@ kaged_message_row_set_message (KagedMessageRow *self,
   if (!g_set_object (&self->message, message))
     return;
 
+  if (message == NULL)
+    kaged_message_row_set_queued (self, FALSE);
+
+  g_binding_group_set_source (self->message_bindings, message);
   g_signal_group_set_target (self->message_signals, message);
   show_content (self);
 
@@ -1028,7 +1053,7 @@ kaged_message_row_get_queued (KagedMessageRow *self)
  * kaged_message_row_set_queued:
  *
  * Marks the message as waiting for the reply before it: the row says
- * "Queued".
+ * "Queued". The row follows #KagedMessage:queued of its message.
  */
 void
 kaged_message_row_set_queued (KagedMessageRow *self,

@@ -29,7 +29,6 @@ struct _KagedWindow
   KagedListSpan        *span;       /* the part of @conversation the list shows */
   GtkSelectionModel    *message_selection;
   GSignalGroup         *session_signals; /* the shown KagedSession */
-  GHashTable           *queued;     /* gint64 operator message ids waiting their turn */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
   gint64                session_id;
   guint                 scroll_source;
@@ -79,11 +78,6 @@ KagedReceipt        *kaged_window_post                 (KagedWindow      *self,
                                                         GError          **error);
 gboolean             kaged_window_stop                 (KagedWindow      *self,
                                                         GError          **error);
-void                 kaged_window_mark_queued          (KagedWindow      *self,
-                                                        gint64            message_id,
-                                                        gint64            run_id);
-void                 kaged_window_unmark_queued        (KagedWindow      *self,
-                                                        gint64            message_id);
 KagedListSpan       *kaged_window_span_conversation    (KagedWindow      *self,
                                                         GListModel       *conversation);
 void                 kaged_window_messages_scrolled    (KagedWindow      *self);

@@ -92,6 +92,7 @@ canonical_path (const KagedApiTarget *target)
     case KAGED_API_ROUTE_EDIT:
       return g_strdup_printf (KAGED_API_PREFIX "sessions/%" G_GINT64_FORMAT "/messages/%"
                               G_GINT64_FORMAT "/edit", s, i);
+    case KAGED_API_N_ROUTES:
     default:
       g_assert_not_reached ();
     }
@@ -128,7 +129,8 @@ check_method (KagedApiRoute  route,
                    g_strv_contains ((const char * const *)allowed, method));
 }
 
-/* What an endpoint reads before it asks the engine, in its order. */
+/* What the dispatcher and an endpoint read before they ask the engine, in
+ * their order (kaged-api-routes.c). */
 static void
 read_request (SoupServerMessage    *msg,
               GHashTable           *query,
@@ -138,18 +140,11 @@ read_request (SoupServerMessage    *msg,
   g_autoptr(JsonParser) parser = NULL;
   g_autoptr(JsonObject) object = NULL;
   gboolean post = g_str_equal (method, "POST");
+  gboolean optional = FALSE;
   const char *value = NULL;
 
   switch (target->route)
     {
-    case KAGED_API_ROUTE_SESSIONS:
-      if (!post)
-        return;
-      object = kaged_api_read_body (msg, TRUE, &parser);
-      if (object != NULL)
-        kaged_api_read_string_member (msg, object, "title", TRUE, &value);
-      break;
-
     case KAGED_API_ROUTE_MESSAGES:
       if (!post)
         {
@@ -163,17 +158,19 @@ read_request (SoupServerMessage    *msg,
             g_assert_cmpuint (limit, <=, 1000);
           return;
         }
-      G_GNUC_FALLTHROUGH;
+      break;
+
     case KAGED_API_ROUTE_EDIT:
-      object = kaged_api_read_body (msg, FALSE, &parser);
-      if (object != NULL && kaged_api_read_string_member (msg, object, "content", FALSE, &value))
-        g_assert_true (value == NULL || g_utf8_validate (value, -1, NULL));
+      break;
+
+    case KAGED_API_ROUTE_SESSIONS:
+      if (!post)
+        return;
+      optional = TRUE;
       break;
 
     case KAGED_API_ROUTE_REGENERATE:
-      if (soup_server_message_get_request_body (msg)->length == 0)
-        return;
-      object = kaged_api_read_body (msg, TRUE, &parser);
+      optional = TRUE;
       break;
 
     case KAGED_API_ROUTE_SESSION:
@@ -183,13 +180,28 @@ read_request (SoupServerMessage    *msg,
     case KAGED_API_ROUTE_RETRY:
     case KAGED_API_ROUTE_RETRY_CANCEL:
     case KAGED_API_ROUTE_RETRY_NOW:
+    case KAGED_API_N_ROUTES:
     default:
       return;
     }
 
+  if (optional && soup_server_message_get_request_body (msg)->length == 0)
+    return;
+
   /* A body is an object exactly when no error was given for it. */
+  object = kaged_api_read_body (msg, FALSE, &parser);
   if (object == NULL)
-    g_assert_cmpuint (soup_server_message_get_status (msg), ==, SOUP_STATUS_BAD_REQUEST);
+    {
+      g_assert_cmpuint (soup_server_message_get_status (msg), ==, SOUP_STATUS_BAD_REQUEST);
+      return;
+    }
+  g_assert_cmpuint (soup_server_message_get_status (msg), ==, 0);
+
+  if (target->route == KAGED_API_ROUTE_SESSIONS)
+    kaged_api_read_string_member (msg, object, "title", TRUE, &value);
+  else if (target->route != KAGED_API_ROUTE_REGENERATE &&
+           kaged_api_read_string_member (msg, object, "content", FALSE, &value))
+    g_assert_true (value == NULL || g_utf8_validate (value, -1, NULL));
 }
 
 static void

@@ -62,5 +62,9 @@ const char      *kaged_fake_server_get_request_header    (KagedFakeServer  *self
 GBytes          *kaged_fake_server_get_last_body         (KagedFakeServer  *self,
                                                           const char       *path);
 char            *kaged_fake_server_dup_stats             (KagedFakeServer  *self);
+void             kaged_fake_server_set_models            (KagedFakeServer    *self,
+                                                          const char * const *models);
+void             kaged_fake_server_set_api_key           (KagedFakeServer  *self,
+                                                          const char       *api_key);
 
 G_END_DECLS

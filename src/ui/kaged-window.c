@@ -237,6 +237,7 @@ kaged_window_show_session (KagedWindow *self,
   if (self->session_id > 0 && kaged_window_get_manager (self) != NULL)
     conversation = kaged_window_open_conversation (self, self->session_id);
   set_conversation (self, conversation);
+  kaged_model_chooser_set_session (self->model_chooser, self->session_id);
 
   self->follow_end = TRUE;
   gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
@@ -584,6 +585,7 @@ kaged_window_disconnect_core (KagedWindow *self)
   kaged_window_finish_deletes (self);
   if (manager != NULL)
     g_signal_handlers_disconnect_by_data (manager, self);
+  g_signal_handlers_disconnect_by_data (self->core, self);
   if (self->session_list != NULL)
     g_signal_handlers_disconnect_by_data (self->session_list, self);
 
@@ -631,6 +633,7 @@ kaged_window_class_init (KagedWindowClass *klass)
 
   g_type_ensure (KAGED_TYPE_RETRY_BANNER);
   g_type_ensure (KAGED_TYPE_COMPOSER);
+  g_type_ensure (KAGED_TYPE_MODEL_CHOOSER);
 
   object_class->dispose = kaged_window_dispose;
   object_class->finalize = kaged_window_finalize;
@@ -649,6 +652,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, results_view);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, header_bar);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, conversation_title);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, model_chooser);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, primary_menu_button);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, content_stack);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, empty_page);
@@ -778,6 +782,7 @@ kaged_window_set_core (KagedWindow *self,
 
   kaged_window_disconnect_core (self);
   self->session_id = 0;
+  kaged_model_chooser_set_core (self->model_chooser, core);
 
   if (core == NULL)
     {
@@ -790,6 +795,9 @@ kaged_window_set_core (KagedWindow *self,
 
   g_signal_connect (manager, "session-changed", G_CALLBACK (session_changed_cb), self);
   g_signal_connect (manager, "run-changed", G_CALLBACK (run_changed_cb), self);
+  /* Whether a message can be sent follows the profile replies come from. */
+  g_signal_connect_object (core, "notify::profile", G_CALLBACK (update_composer), self,
+                           G_CONNECT_SWAPPED);
 
   self->session_list = kaged_session_list_new (manager);
   g_signal_connect_object (self->session_list, "items-changed",

@@ -27,6 +27,7 @@
 #include "kaged-api-token.h"
 #include "kaged-core.h"
 #include "kaged-headless.h"
+#include "kaged-resolver.h"
 #include "kaged-retry-class.h"
 #include "kaged-store-errors.h"
 
@@ -203,6 +204,9 @@ kaged_headless_run (const KagedOptions *options)
       return fail (message);
     }
 
+  if (options->provider_timeout > 0)
+    kaged_resolver_set_timeout (kaged_core_get_resolver (core),
+                                (guint)options->provider_timeout * 1000);
   kaged_core_set_profile (core, profile);
   /* The spend limit of the preferences holds without a window too. */
   kaged_spend_limit_init_from_settings (&spend, settings);

@@ -215,6 +215,33 @@ test_bounds (void)
   server = soak_provider_stop (provider);
 }
 
+/* The deadline a user gives is checked before anything starts. */
+static void
+test_provider_timeout_checked (void)
+{
+  static const char *bad[][3] = {
+    { "--headless", "--provider-timeout=-1", NULL },
+    { "--headless", "--provider-timeout=3601", NULL },
+    { "--provider-timeout=5", NULL, NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_autoptr(GSubprocess) process = NULL;
+      g_autoptr(GError) error = NULL;
+      g_autofree char *err = NULL;
+
+      process = g_subprocess_new (G_SUBPROCESS_FLAGS_STDOUT_SILENCE | G_SUBPROCESS_FLAGS_STDERR_PIPE,
+                                  &error, g_getenv ("KAGED_BINARY"), bad[i][0], bad[i][1], NULL);
+      g_assert_no_error (error);
+      g_subprocess_communicate_utf8 (process, NULL, NULL, NULL, &err, &error);
+      g_assert_no_error (error);
+      g_assert_true (g_subprocess_get_if_exited (process));
+      g_assert_cmpint (g_subprocess_get_exit_status (process), !=, 0);
+      g_assert_nonnull (strstr (err, "provider"));
+    }
+}
+
 static void
 drop_log (const char     *domain,
           GLogLevelFlags  level,
@@ -230,6 +257,7 @@ main (int   argc,
   g_test_init (&argc, &argv, NULL);
   g_log_set_handler ("kaged-fake-server", G_LOG_LEVEL_DEBUG, drop_log, NULL);
 
+  g_test_add_func ("/soak/provider-timeout-checked", test_provider_timeout_checked);
   g_test_add_func ("/soak/bounds", test_bounds);
 
   return g_test_run ();

@@ -638,6 +638,7 @@ check_runs (Soak            *soak,
       const Served *last = NULL;
       guint n_in_window = 0;
       gboolean compacted = FALSE;
+      gint64 next_started;
 
       for (guint d = 0; d < soak->n_drivers; d++)
         if (soak->drivers[d].session_id == run->session_id)
@@ -664,13 +665,30 @@ check_runs (Soak            *soak,
       if (run->started_at < 0 || run->finished_at < 0)
         continue;
 
+      /* The next run of the conversation may start in the millisecond this
+       * one ended: from then on, what is sent is the next run's. */
+      next_started = G_MAXINT64;
+      for (guint j = i + 1; j < runs->len; j++)
+        {
+          Run *next = g_ptr_array_index (runs, j);
+
+          if (next->session_id != run->session_id)
+            break;
+          if (next->started_at >= 0)
+            {
+              next_started = next->started_at;
+              break;
+            }
+        }
+
       /* What the provider served the run: the conversation's requests
        * between its start and its end (one run at a time, checked below). */
       for (guint r = 0; r < served[driver->index]->len; r++)
         {
           const Served *request = g_ptr_array_index (served[driver->index], r);
 
-          if (request->time < run->started_at || request->time > run->finished_at)
+          if (request->time < run->started_at || request->time > run->finished_at ||
+              request->time >= next_started)
             continue;
 
           if (g_str_equal (request->fault->name, "context-overflow"))
@@ -702,7 +720,8 @@ check_runs (Soak            *soak,
             {
               const Served *request = g_ptr_array_index (served[driver->index], r);
 
-              if (request->time >= run->started_at && request->time <= run->finished_at)
+              if (request->time >= run->started_at && request->time <= run->finished_at &&
+                  request->time < next_started)
                 g_string_append_printf (names, " %s", request->fault->name);
             }
           violation (soak, "run %" G_GINT64_FORMAT " made %u attempts:%s", run->id,

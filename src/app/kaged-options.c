@@ -43,7 +43,7 @@ static const GOptionEntry entries[] = {
     N_("With --headless: read the bearer token from FILE, creating it when missing"),
     N_("FILE") },
   { "provider-timeout", 0, 0, G_OPTION_ARG_INT, NULL,
-    N_("With --headless: give up on a provider that stays silent for SECONDS"),
+    N_("With --headless: give up on a provider that stays silent for SECONDS (default 60)"),
     N_("SECONDS") },
   { G_OPTION_REMAINING, 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME_ARRAY, NULL,
     NULL, NULL },
@@ -150,11 +150,11 @@ kaged_options_read (KagedOptions  *self,
       return FALSE;
     }
 
-  if (g_variant_dict_contains (dict, "provider-timeout") &&
-      (self->provider_timeout < 1 || self->provider_timeout > 3600))
+  if (self->provider_timeout < 0 || self->provider_timeout > 3600)
     {
       g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
-                           _("The provider timeout must be between 1 and 3600 seconds"));
+                           _("The provider timeout must be between 1 and 3600 seconds, or 0 "
+                             "for the default"));
       return FALSE;
     }
 

@@ -46,6 +46,8 @@ fixture_set_model (Fixture                *fixture,
   profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, fixture->url, "test-model");
   kaged_profile_set_input_price (profile, fixture->input_price);
   kaged_profile_set_output_price (profile, fixture->output_price);
+  kaged_profile_set_spend_limit_period (profile, fixture->spend_limit_period);
+  kaged_profile_set_spend_limit (profile, fixture->spend_limit);
 
   kaged_session_manager_set_model (manager, resolver, profile);
 }

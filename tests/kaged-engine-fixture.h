@@ -25,6 +25,8 @@ typedef struct
   GPtrArray           *finished;      /* KagedRun, as ::run-changed reported them */
   double               input_price;
   double               output_price;
+  KagedSpendPeriod     spend_limit_period;
+  double               spend_limit;
 } Fixture;
 
 typedef gboolean (*Predicate) (Fixture *fixture, gpointer data);

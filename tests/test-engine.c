@@ -631,16 +631,13 @@ test_spend_limit (Fixture       *fixture,
   g_autoptr(KagedReceipt) second = NULL;
   g_autoptr(KagedRun) run = NULL;
   g_autoptr(KagedMessage) reply = NULL;
-  KagedSpendLimit spend = {
-    .period = KAGED_SPEND_PERIOD_DAILY,
-    .limit = 1.0,
-  };
 
-  /* Prices per million tokens come with the profile. */
+  /* Prices per million tokens and the limit come with the profile. */
   fixture->input_price = 1000.0;
   fixture->output_price = 2000.0;
+  fixture->spend_limit_period = KAGED_SPEND_PERIOD_DAILY;
+  fixture->spend_limit = 1.0;
   fixture_set_model (fixture, fixture->manager);
-  kaged_session_manager_set_spend_limit (fixture->manager, &spend);
   fixture_set_scenario (fixture,
                         "[{\"kind\": \"openai\", \"text\": \"Costly\", "
                         "\"usage\": {\"input_tokens\": 600, \"output_tokens\": 300}}]");

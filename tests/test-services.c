@@ -20,6 +20,7 @@ typedef struct
 {
   char            *dir;
   GSettings       *settings;
+  GSettings       *profile;   /* the settings of the profile "default" */
   KagedStore      *store;
   GApplication    *application;
   KagedCore       *core;
@@ -49,6 +50,8 @@ fixture_set_up (Fixture       *fixture,
   db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
 
   fixture->settings = g_settings_new (BASE_APPLICATION_ID);
+  fixture->profile = g_settings_new_with_path (BASE_APPLICATION_ID ".Profile",
+                                               "/io/github/kaged/Kaged/profiles/default/");
   fixture->store = kaged_store_open (db_path, &error);
   g_assert_no_error (error);
 
@@ -81,13 +84,18 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_object (&fixture->store);
   g_clear_object (&fixture->server);
   g_settings_reset (fixture->settings, "api-enabled");
-  g_settings_reset (fixture->settings, "provider-kind");
-  g_settings_reset (fixture->settings, "provider-base-url");
-  g_settings_reset (fixture->settings, "provider-model");
-  g_settings_reset (fixture->settings, "provider-input-price");
-  g_settings_reset (fixture->settings, "provider-output-price");
-  g_settings_reset (fixture->settings, "spend-limit-period");
-  g_settings_reset (fixture->settings, "spend-limit");
+  g_settings_reset (fixture->settings, "profiles");
+  g_settings_reset (fixture->settings, "default-profile");
+  {
+    g_autoptr(GSettingsSchema) schema = NULL;
+    g_auto(GStrv) keys = NULL;
+
+    g_object_get (fixture->profile, "settings-schema", &schema, NULL);
+    keys = g_settings_schema_list_keys (schema);
+    for (guint i = 0; keys[i] != NULL; i++)
+      g_settings_reset (fixture->profile, keys[i]);
+  }
+  g_clear_object (&fixture->profile);
   g_clear_object (&fixture->settings);
   g_clear_pointer (&fixture->url, g_free);
 
@@ -255,12 +263,12 @@ test_spend_limit_follows_preferences (Fixture       *fixture,
   g_autoptr(KagedRun) second = NULL;
   g_autoptr(GError) error = NULL;
 
-  g_settings_set_string (fixture->settings, "provider-kind", "openai");
-  g_settings_set_string (fixture->settings, "provider-base-url", fixture->url);
-  g_settings_set_double (fixture->settings, "provider-input-price", 1000.0);
-  g_settings_set_double (fixture->settings, "provider-output-price", 2000.0);
-  g_settings_set_string (fixture->settings, "spend-limit-period", "daily");
-  g_settings_set_double (fixture->settings, "spend-limit", 1.0);
+  g_settings_set_string (fixture->profile, "kind", "openai");
+  g_settings_set_string (fixture->profile, "base-url", fixture->url);
+  g_settings_set_double (fixture->profile, "input-price", 1000.0);
+  g_settings_set_double (fixture->profile, "output-price", 2000.0);
+  g_settings_set_string (fixture->profile, "spend-limit-period", "daily");
+  g_settings_set_double (fixture->profile, "spend-limit", 1.0);
 
   session = kaged_session_manager_create_session (manager, "Budget", &error);
   g_assert_no_error (error);
@@ -275,7 +283,7 @@ test_spend_limit_follows_preferences (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
 
   /* Raised in the preferences, replies flow again. */
-  g_settings_set_double (fixture->settings, "spend-limit", 5.0);
+  g_settings_set_double (fixture->profile, "spend-limit", 5.0);
   g_clear_object (&second);
   second = post_and_wait (manager, kaged_session_get_id (session), "And now?");
   g_assert_cmpint (kaged_run_get_status (second), ==, KAGED_RUN_STATUS_SUCCEEDED);
@@ -291,9 +299,9 @@ test_model_follows_preferences (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedRun) run = NULL;
 
-  g_settings_set_string (fixture->settings, "provider-kind", "openai");
-  g_settings_set_string (fixture->settings, "provider-base-url", fixture->url);
-  g_settings_set_string (fixture->settings, "provider-model", "test-model");
+  g_settings_set_string (fixture->profile, "kind", "openai");
+  g_settings_set_string (fixture->profile, "base-url", fixture->url);
+  g_settings_set_string (fixture->profile, "model", "test-model");
 
   session = kaged_session_manager_create_session (manager, "Preferences", &error);
   g_assert_no_error (error);
@@ -335,17 +343,68 @@ test_provider_for_this_run (Fixture       *fixture,
   g_assert_cmpint (kaged_run_get_status (first), ==, KAGED_RUN_STATUS_SUCCEEDED);
 
   /* Nothing of it reached the preferences. */
-  g_assert_null (g_settings_get_user_value (fixture->settings, "provider-kind"));
-  g_assert_null (g_settings_get_user_value (fixture->settings, "provider-base-url"));
-  g_assert_null (g_settings_get_user_value (fixture->settings, "provider-model"));
+  {
+    g_autofree char *kind = g_settings_get_string (fixture->profile, "kind");
+    g_autofree char *base_url = g_settings_get_string (fixture->profile, "base-url");
+    g_autofree char *model = g_settings_get_string (fixture->profile, "model");
+
+    g_assert_cmpstr (kind, ==, "ollama");
+    g_assert_cmpstr (base_url, ==, "http://127.0.0.1:11434");
+    g_assert_cmpstr (model, ==, "llama3.2");
+  }
 
   /* A change in the preferences does not take it away for this run. */
-  g_settings_set_string (fixture->settings, "provider-base-url", "http://127.0.0.1:9/v1");
+  g_settings_set_string (fixture->profile, "base-url", "http://127.0.0.1:9/v1");
   g_assert_cmpstr (kaged_profile_get_base_url (kaged_core_get_profile (fixture->core)), ==,
                    fixture->url);
   second = post_and_wait (manager, kaged_session_get_id (session), "Again");
   g_assert_cmpint (kaged_run_get_status (second), ==, KAGED_RUN_STATUS_SUCCEEDED);
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, "/chat/completions"), ==, 2);
+}
+
+/* A provider given on the command line is laid over the default profile
+ * and keeps its key only while it still talks to the same server. */
+static void
+test_command_line_profile (void)
+{
+  g_autoptr(KagedProfile) base = NULL;
+  g_autoptr(KagedProfile) same_server = NULL;
+  g_autoptr(KagedProfile) other_server = NULL;
+  g_autoptr(KagedProfile) other_kind = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(KagedOptions) model_only = { .api_port = -1 };
+  g_auto(KagedOptions) url = { .api_port = -1 };
+  g_auto(KagedOptions) kind = { .api_port = -1 };
+
+  base = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_OPENAI, "https://llm.example.org/v1",
+                            "gpt-test");
+  kaged_profile_set_id (base, "work-id");
+  kaged_profile_set_spend_limit_period (base, KAGED_SPEND_PERIOD_DAILY);
+  kaged_profile_set_spend_limit (base, 3.0);
+
+  model_only.model = g_strdup ("gpt-other");
+  same_server = kaged_options_build_profile (&model_only, base, &error);
+  g_assert_no_error (error);
+  g_assert_true (same_server != base);
+  g_assert_cmpstr (kaged_profile_get_model (same_server), ==, "gpt-other");
+  g_assert_cmpstr (kaged_profile_get_key_id (same_server), ==, "work-id");
+  g_assert_cmpfloat (kaged_profile_get_spend_limit (same_server), ==, 3.0);
+  /* The default profile itself is untouched. */
+  g_assert_cmpstr (kaged_profile_get_model (base), ==, "gpt-test");
+
+  url.provider_url = g_strdup ("http://127.0.0.1:8080/v1");
+  other_server = kaged_options_build_profile (&url, base, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (kaged_profile_get_base_url (other_server), ==, "http://127.0.0.1:8080/v1");
+  g_assert_null (kaged_profile_get_id (other_server));
+  g_assert_cmpstr (kaged_profile_get_key_id (other_server), !=, "work-id");
+
+  kind.provider_kind = g_strdup ("anthropic");
+  other_kind = kaged_options_build_profile (&kind, base, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_profile_get_kind (other_kind), ==, KAGED_PROVIDER_KIND_ANTHROPIC);
+  g_assert_cmpstr (kaged_profile_get_base_url (other_kind), ==, "https://api.anthropic.com");
+  g_assert_cmpstr (kaged_profile_get_key_id (other_kind), !=, "work-id");
 }
 
 int
@@ -367,6 +426,7 @@ main (int   argc,
               fixture_set_up, test_model_follows_preferences, fixture_tear_down);
   g_test_add ("/services/spend-limit-follows-preferences", Fixture, NULL,
               fixture_set_up, test_spend_limit_follows_preferences, fixture_tear_down);
+  g_test_add_func ("/services/command-line-profile", test_command_line_profile);
   g_test_add ("/services/provider-for-this-run", Fixture, "options",
               fixture_set_up, test_provider_for_this_run, fixture_tear_down);
 

@@ -83,7 +83,10 @@ fixture_set_up (Fixture       *fixture,
   if (unreachable)
     g_set_str_local (&url, "http://127.0.0.1:9/v1");
 
+  /* Each test starts as a first start with these provider settings, which
+   * become the profile "default". */
   fixture->settings = g_settings_new (BASE_APPLICATION_ID);
+  g_settings_reset (fixture->settings, "profiles");
   g_settings_set_string (fixture->settings, "provider-kind", "openai");
   g_settings_set_string (fixture->settings, "provider-base-url", url);
   g_settings_set_string (fixture->settings, "provider-model", "test-model");
@@ -129,6 +132,7 @@ fixture_tear_down (Fixture       *fixture,
   for (guint i = 0; i < 50; i++)
     g_main_context_iteration (NULL, FALSE);
 
+  g_settings_reset (fixture->settings, "profiles");
   g_settings_reset (fixture->settings, "provider-kind");
   g_settings_reset (fixture->settings, "provider-base-url");
   g_settings_reset (fixture->settings, "provider-model");
@@ -547,10 +551,12 @@ static void
 test_no_model (Fixture       *fixture,
                gconstpointer  data)
 {
+  g_autoptr(GSettings) profile = g_settings_new_with_path (BASE_APPLICATION_ID ".Profile",
+                                                          "/io/github/kaged/Kaged/profiles/default/");
   g_autofree char *kept = NULL;
 
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
-  g_settings_set_string (fixture->settings, "provider-model", "");
+  g_settings_set_string (profile, "model", "");
   g_assert_nonnull (kaged_composer_get_disabled_reason (fixture->composer));
   g_assert_true (wait_for (fixture, composer_says, "model"));
 
@@ -560,7 +566,7 @@ test_no_model (Fixture       *fixture,
   g_assert_cmpstr (kept, ==, "Hello?");
   g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
 
-  g_settings_set_string (fixture->settings, "provider-model", "test-model");
+  g_settings_set_string (profile, "model", "test-model");
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
 }
 

@@ -229,40 +229,6 @@ kaged_api_parse_target (const char     *path,
     }
 }
 
-const char *
-kaged_api_route_allow (KagedApiRoute route)
-{
-  switch (route)
-    {
-    case KAGED_API_ROUTE_SESSIONS:
-    case KAGED_API_ROUTE_MESSAGES:
-      return "GET, POST";
-
-    case KAGED_API_ROUTE_SESSION:
-    case KAGED_API_ROUTE_RUN:
-    case KAGED_API_ROUTE_EVENTS:
-    case KAGED_API_ROUTE_RETRY:
-      return "GET";
-
-    case KAGED_API_ROUTE_REGENERATE:
-    case KAGED_API_ROUTE_EDIT:
-    case KAGED_API_ROUTE_CANCEL:
-    case KAGED_API_ROUTE_RETRY_CANCEL:
-    case KAGED_API_ROUTE_RETRY_NOW:
-    default:
-      return "POST";
-    }
-}
-
-gboolean
-kaged_api_method_allowed (KagedApiRoute  route,
-                          const char    *method)
-{
-  g_auto(GStrv) allowed = g_strsplit (kaged_api_route_allow (route), ", ", -1);
-
-  return g_strv_contains ((const char * const *)allowed, method);
-}
-
 /* Parses the request body as a JSON object; an empty body is an empty
  * object when @optional. */
 JsonObject *

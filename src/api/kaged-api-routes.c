@@ -21,6 +21,113 @@
 /* Pages of messages hold at most this many. */
 #define MAX_PAGE_SIZE      1000
 
+/*
+ * Every endpoint is a row of the route table at the end of this file: the
+ * route and method it answers, what it needs read first, and its function.
+ * The dispatcher reads the body and looks the session up before calling
+ * it, so an endpoint starts with what it needs in its KagedApiRequest and
+ * only does its own work.
+ */
+typedef enum
+{
+  REQUEST_NONE          = 0,
+  /* The session of the path must exist (404 otherwise). */
+  REQUEST_SESSION       = 1 << 0,
+  /* A JSON object body is needed (400 otherwise). */
+  REQUEST_BODY          = 1 << 1,
+  /* A body may be sent; one that is must be a JSON object. */
+  REQUEST_OPTIONAL_BODY = 1 << 2,
+} RequestNeeds;
+
+typedef struct
+{
+  KagedApiServer    *self;
+  SoupServerMessage *msg;
+  GHashTable        *query;
+  KagedApiTarget     target;
+  /* With REQUEST_SESSION, else NULL. */
+  KagedSession      *session;
+  /* With REQUEST_BODY or REQUEST_OPTIONAL_BODY (an empty object when
+   * nothing was sent), else NULL. */
+  JsonParser        *parser;
+  JsonObject        *body;
+} KagedApiRequest;
+
+typedef void (*RouteFunc) (KagedApiRequest *request);
+
+typedef struct
+{
+  KagedApiRoute route;
+  const char   *method;
+  RequestNeeds  needs;
+  RouteFunc     func;
+} Route;
+
+static void
+request_clear (KagedApiRequest *request)
+{
+  g_clear_object (&request->session);
+  g_clear_pointer (&request->body, json_object_unref);
+  g_clear_object (&request->parser);
+}
+
+/* Answers @builder's JSON with @status. */
+static void
+respond (KagedApiRequest *request,
+         guint            status,
+         JsonBuilder     *builder)
+{
+  kaged_api_respond_json (request->msg, status, builder);
+}
+
+static void
+respond_error (KagedApiRequest *request,
+               const GError    *error)
+{
+  kaged_api_respond_engine_error (request->msg, error);
+}
+
+/* The string member @name of the body, which must be there. */
+static gboolean
+read_required_string (KagedApiRequest  *request,
+                      const char       *name,
+                      const char      **value)
+{
+  if (!kaged_api_read_string_member (request->msg, request->body, name, FALSE, value))
+    return FALSE;
+
+  if (*value == NULL)
+    {
+      g_autofree char *message = g_strdup_printf (_("“%s” is needed"), name);
+
+      kaged_api_respond_error (request->msg, SOUP_STATUS_BAD_REQUEST, "invalid_request", message);
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+/* 202 with the receipt of a post, edit or regenerate, or the error that
+ * kept it from being made. */
+static void
+respond_receipt (KagedApiRequest *request,
+                 KagedReceipt    *receipt,
+                 const GError    *error,
+                 gboolean         with_superseded)
+{
+  g_autoptr(JsonBuilder) builder = NULL;
+
+  if (receipt == NULL)
+    {
+      respond_error (request, error);
+      return;
+    }
+
+  builder = json_builder_new ();
+  kaged_api_wire_add_receipt (builder, receipt, with_superseded);
+  respond (request, SOUP_STATUS_ACCEPTED, builder);
+}
+
 static KagedSession *
 lookup_session (KagedApiServer    *self,
                 SoupServerMessage *msg,
@@ -45,10 +152,14 @@ lookup_session (KagedApiServer    *self,
   return session;
 }
 
+/* ---------------------------------------------------------------------------
+ * The endpoints
+ * ------------------------------------------------------------------------- */
+
 static void
-list_sessions (KagedApiServer    *self,
-               SoupServerMessage *msg)
+list_sessions (KagedApiRequest *request)
 {
+  KagedApiServer *self = request->self;
   g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(GPtrArray) sessions = NULL;
   g_autoptr(GError) error = NULL;
@@ -56,7 +167,7 @@ list_sessions (KagedApiServer    *self,
   sessions = kaged_store_list_sessions (kaged_core_get_store (self->core), &error);
   if (sessions == NULL)
     {
-      kaged_api_respond_engine_error (msg, error);
+      respond_error (request, error);
       return;
     }
 
@@ -78,60 +189,45 @@ list_sessions (KagedApiServer    *self,
   json_builder_end_array (builder);
   json_builder_end_object (builder);
 
-  kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
+  respond (request, SOUP_STATUS_OK, builder);
 }
 
 static void
-create_session (KagedApiServer    *self,
-                SoupServerMessage *msg)
+create_session (KagedApiRequest *request)
 {
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(JsonObject) object = NULL;
   g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(KagedSession) session = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *location = NULL;
   const char *title = NULL;
 
-  object = kaged_api_read_body (msg, TRUE, &parser);
-  if (object == NULL)
+  if (!kaged_api_read_string_member (request->msg, request->body, "title", TRUE, &title))
     return;
 
-  if (!kaged_api_read_string_member (msg, object, "title", TRUE, &title))
-    return;
-
-  session = kaged_core_create_session (self->core, title, &error);
+  session = kaged_core_create_session (request->self->core, title, &error);
   if (session == NULL)
     {
-      kaged_api_respond_engine_error (msg, error);
+      respond_error (request, error);
       return;
     }
 
   builder = json_builder_new ();
   kaged_api_wire_add_session (builder, session);
-  kaged_api_respond_json (msg, SOUP_STATUS_CREATED, builder);
+  respond (request, SOUP_STATUS_CREATED, builder);
 
   location = g_strdup_printf (KAGED_API_PREFIX "sessions/%" G_GINT64_FORMAT,
                               kaged_session_get_id (session));
-  soup_message_headers_replace (soup_server_message_get_response_headers (msg),
+  soup_message_headers_replace (soup_server_message_get_response_headers (request->msg),
                                 "Location", location);
 }
 
 static void
-get_session (KagedApiServer       *self,
-             SoupServerMessage    *msg,
-             const KagedApiTarget *target)
+get_session (KagedApiRequest *request)
 {
-  g_autoptr(KagedSession) session = NULL;
-  g_autoptr(JsonBuilder) builder = NULL;
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
 
-  session = lookup_session (self, msg, target->session_id);
-  if (session == NULL)
-    return;
-
-  builder = json_builder_new ();
-  kaged_api_wire_add_session (builder, session);
-  kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
+  kaged_api_wire_add_session (builder, request->session);
+  respond (request, SOUP_STATUS_OK, builder);
 }
 
 /* The messages from the conversation's list, a page from the first after
@@ -201,12 +297,8 @@ read_messages (KagedConversation  *conversation,
 }
 
 static void
-list_messages (KagedApiServer       *self,
-               SoupServerMessage    *msg,
-               GHashTable           *query,
-               const KagedApiTarget *target)
+list_messages (KagedApiRequest *request)
 {
-  g_autoptr(KagedSession) session = NULL;
   g_autoptr(KagedConversation) conversation = NULL;
   g_autoptr(GPtrArray) messages = NULL;
   g_autoptr(JsonBuilder) builder = NULL;
@@ -216,22 +308,20 @@ list_messages (KagedApiServer       *self,
   guint64 limit;
   gboolean has_more = FALSE;
 
-  if (!kaged_api_read_bool_parameter (msg, query, "include_superseded", &include_superseded) ||
-      !kaged_api_read_int_parameter (msg, query, "after", G_MAXINT64, &after) ||
-      !kaged_api_read_int_parameter (msg, query, "limit", MAX_PAGE_SIZE, &limit))
+  if (!kaged_api_read_bool_parameter (request->msg, request->query, "include_superseded",
+                                      &include_superseded) ||
+      !kaged_api_read_int_parameter (request->msg, request->query, "after", G_MAXINT64, &after) ||
+      !kaged_api_read_int_parameter (request->msg, request->query, "limit", MAX_PAGE_SIZE, &limit))
     return;
 
-  session = lookup_session (self, msg, target->session_id);
-  if (session == NULL)
-    return;
-
-  conversation = kaged_core_open_conversation (self->core, target->session_id, &error);
+  conversation = kaged_core_open_conversation (request->self->core, request->target.session_id,
+                                               &error);
   if (conversation != NULL)
     messages = read_messages (conversation, include_superseded, (gint64)after, limit,
                               &has_more, &error);
   if (messages == NULL)
     {
-      kaged_api_respond_engine_error (msg, error);
+      respond_error (request, error);
       return;
     }
 
@@ -246,222 +336,227 @@ list_messages (KagedApiServer       *self,
   json_builder_add_boolean_value (builder, has_more);
   json_builder_end_object (builder);
 
-  kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
+  respond (request, SOUP_STATUS_OK, builder);
 }
 
 static void
-post_message (KagedApiServer       *self,
-              SoupServerMessage    *msg,
-              const KagedApiTarget *target)
+post_message (KagedApiRequest *request)
 {
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(JsonObject) object = NULL;
-  g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(GError) error = NULL;
   const char *content = NULL;
 
-  object = kaged_api_read_body (msg, FALSE, &parser);
-  if (object == NULL)
+  if (!read_required_string (request, "content", &content))
     return;
 
-  if (!kaged_api_read_string_member (msg, object, "content", FALSE, &content))
-    return;
-
-  if (content == NULL)
-    {
-      kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "invalid_request",
-                     _("“content” is needed"));
-      return;
-    }
-
-  receipt = kaged_core_post (self->core, target->session_id, content, &error);
-  if (receipt == NULL)
-    {
-      kaged_api_respond_engine_error (msg, error);
-      return;
-    }
-
-  builder = json_builder_new ();
-  kaged_api_wire_add_receipt (builder, receipt, FALSE);
-  kaged_api_respond_json (msg, SOUP_STATUS_ACCEPTED, builder);
+  receipt = kaged_core_post (request->self->core, request->target.session_id, content, &error);
+  respond_receipt (request, receipt, error, FALSE);
 }
 
 /* POST …/messages/:mid/edit {content}: the operator message said again. */
 static void
-edit_message (KagedApiServer       *self,
-              SoupServerMessage    *msg,
-              const KagedApiTarget *target)
+edit_message (KagedApiRequest *request)
 {
-  g_autoptr(JsonParser) parser = NULL;
-  g_autoptr(JsonObject) object = NULL;
-  g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(GError) error = NULL;
   const char *content = NULL;
 
-  object = kaged_api_read_body (msg, FALSE, &parser);
-  if (object == NULL)
+  if (!read_required_string (request, "content", &content))
     return;
 
-  if (!kaged_api_read_string_member (msg, object, "content", FALSE, &content))
-    return;
-
-  if (content == NULL)
-    {
-      kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "invalid_request",
-                     _("“content” is needed"));
-      return;
-    }
-
-  receipt = kaged_core_edit (self->core, target->session_id, target->item_id, content, &error);
-  if (receipt == NULL)
-    {
-      kaged_api_respond_engine_error (msg, error);
-      return;
-    }
-
-  builder = json_builder_new ();
-  kaged_api_wire_add_receipt (builder, receipt, TRUE);
-  kaged_api_respond_json (msg, SOUP_STATUS_ACCEPTED, builder);
+  receipt = kaged_core_edit (request->self->core, request->target.session_id,
+                             request->target.item_id, content, &error);
+  respond_receipt (request, receipt, error, TRUE);
 }
 
 static void
-regenerate (KagedApiServer       *self,
-            SoupServerMessage    *msg,
-            const KagedApiTarget *target)
+regenerate (KagedApiRequest *request)
 {
-  g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(GError) error = NULL;
-  SoupMessageBody *body = soup_server_message_get_request_body (msg);
 
-  /* No body is needed; one that is sent must at least be JSON. */
-  if (body->length > 0)
-    {
-      g_autoptr(JsonParser) parser = NULL;
-      g_autoptr(JsonObject) object = kaged_api_read_body (msg, TRUE, &parser);
-
-      if (object == NULL)
-        return;
-    }
-
-  receipt = kaged_core_regenerate_anchor (self->core, target->session_id, target->item_id,
-                                          &error);
-  if (receipt == NULL)
-    {
-      kaged_api_respond_engine_error (msg, error);
-      return;
-    }
-
-  builder = json_builder_new ();
-  kaged_api_wire_add_receipt (builder, receipt, TRUE);
-  kaged_api_respond_json (msg, SOUP_STATUS_ACCEPTED, builder);
+  receipt = kaged_core_regenerate_anchor (request->self->core, request->target.session_id,
+                                          request->target.item_id, &error);
+  respond_receipt (request, receipt, error, TRUE);
 }
 
 static void
-get_run (KagedApiServer       *self,
-         SoupServerMessage    *msg,
-         const KagedApiTarget *target)
+get_run (KagedApiRequest *request)
 {
   g_autoptr(KagedRun) run = NULL;
   g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(GError) error = NULL;
 
-  run = kaged_session_manager_get_run (self->manager, target->session_id, target->item_id, &error);
+  run = kaged_session_manager_get_run (request->self->manager, request->target.session_id,
+                                       request->target.item_id, &error);
   if (run == NULL)
     {
-      kaged_api_respond_engine_error (msg, error);
+      respond_error (request, error);
       return;
     }
 
   builder = json_builder_new ();
   kaged_api_wire_add_run (builder, run);
-  kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
+  respond (request, SOUP_STATUS_OK, builder);
 }
 
 static void
-cancel_run (KagedApiServer       *self,
-            SoupServerMessage    *msg,
-            const KagedApiTarget *target)
+cancel_run (KagedApiRequest *request)
 {
   g_autoptr(GError) error = NULL;
 
-  if (!kaged_core_cancel_run (self->core, target->session_id, target->item_id, &error))
+  if (!kaged_core_cancel_run (request->self->core, request->target.session_id,
+                              request->target.item_id, &error))
     {
-      kaged_api_respond_engine_error (msg, error);
+      respond_error (request, error);
       return;
     }
 
-  get_run (self, msg, target);
+  get_run (request);
 }
 
 static void
-open_events (KagedApiServer       *self,
-             SoupServerMessage    *msg,
-             const KagedApiTarget *target)
+open_events (KagedApiRequest *request)
 {
-  g_autoptr(KagedSession) session = NULL;
-
-  session = lookup_session (self, msg, target->session_id);
-  if (session == NULL)
-    return;
-
-  kaged_api_events_open (self, msg, target->session_id);
+  kaged_api_events_open (request->self, request->msg, request->target.session_id);
 }
 
 static void
-respond_retry (KagedApiServer    *self,
-               SoupServerMessage *msg,
-               gint64             session_id)
+respond_retry (KagedApiRequest *request)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
+  gint64 session_id = request->target.session_id;
 
-  kaged_api_wire_add_retry (builder, session_id, kaged_core_lookup_retry (self->core, session_id));
-  kaged_api_respond_json (msg, SOUP_STATUS_OK, builder);
+  kaged_api_wire_add_retry (builder, session_id,
+                            kaged_core_lookup_retry (request->self->core, session_id));
+  respond (request, SOUP_STATUS_OK, builder);
 }
 
 static void
-get_retry (KagedApiServer       *self,
-           SoupServerMessage    *msg,
-           const KagedApiTarget *target)
+get_retry (KagedApiRequest *request)
 {
-  g_autoptr(KagedSession) session = NULL;
-
-  session = lookup_session (self, msg, target->session_id);
-  if (session == NULL)
-    return;
-
-  respond_retry (self, msg, target->session_id);
+  respond_retry (request);
 }
 
 /* retry/cancel and retry/now: 409 when Tier 2 is off (`--headless`
  * without `--auto-retry`) or nothing is pending. */
 static void
-act_on_retry (KagedApiServer       *self,
-              SoupServerMessage    *msg,
-              const KagedApiTarget *target)
+act_on_retry (KagedApiRequest *request)
 {
-  g_autoptr(KagedSession) session = NULL;
   g_autoptr(GError) error = NULL;
   gboolean done;
 
-  session = lookup_session (self, msg, target->session_id);
-  if (session == NULL)
-    return;
-
-  if (target->route == KAGED_API_ROUTE_RETRY_NOW)
-    done = kaged_core_retry_now (self->core, target->session_id, &error);
+  if (request->target.route == KAGED_API_ROUTE_RETRY_NOW)
+    done = kaged_core_retry_now (request->self->core, request->target.session_id, &error);
   else
-    done = kaged_core_cancel_retry (self->core, target->session_id, &error);
+    done = kaged_core_cancel_retry (request->self->core, request->target.session_id, &error);
 
   if (!done)
     {
-      kaged_api_respond_engine_error (msg, error);
+      respond_error (request, error);
       return;
     }
 
-  respond_retry (self, msg, target->session_id);
+  respond_retry (request);
+}
+
+/* ---------------------------------------------------------------------------
+ * Routing
+ * ------------------------------------------------------------------------- */
+
+static const Route routes[] = {
+  { KAGED_API_ROUTE_SESSIONS,     "GET",  REQUEST_NONE,          list_sessions },
+  { KAGED_API_ROUTE_SESSIONS,     "POST", REQUEST_OPTIONAL_BODY, create_session },
+  { KAGED_API_ROUTE_SESSION,      "GET",  REQUEST_SESSION,       get_session },
+  { KAGED_API_ROUTE_MESSAGES,     "GET",  REQUEST_SESSION,       list_messages },
+  { KAGED_API_ROUTE_MESSAGES,     "POST", REQUEST_BODY,          post_message },
+  { KAGED_API_ROUTE_REGENERATE,   "POST", REQUEST_OPTIONAL_BODY, regenerate },
+  { KAGED_API_ROUTE_EDIT,         "POST", REQUEST_BODY,          edit_message },
+  { KAGED_API_ROUTE_RUN,          "GET",  REQUEST_NONE,          get_run },
+  { KAGED_API_ROUTE_CANCEL,       "POST", REQUEST_NONE,          cancel_run },
+  { KAGED_API_ROUTE_EVENTS,       "GET",  REQUEST_SESSION,       open_events },
+  { KAGED_API_ROUTE_RETRY,        "GET",  REQUEST_SESSION,       get_retry },
+  { KAGED_API_ROUTE_RETRY_CANCEL, "POST", REQUEST_SESSION,       act_on_retry },
+  { KAGED_API_ROUTE_RETRY_NOW,    "POST", REQUEST_SESSION,       act_on_retry },
+};
+
+static const Route *
+find_route (KagedApiRoute  route,
+            const char    *method)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (routes); i++)
+    {
+      if (routes[i].route == route && g_str_equal (routes[i].method, method))
+        return &routes[i];
+    }
+
+  return NULL;
+}
+
+/**
+ * kaged_api_route_allow:
+ *
+ * Returns: the methods @route answers, as an `Allow` header lists them
+ */
+const char *
+kaged_api_route_allow (KagedApiRoute route)
+{
+  static char *allow[KAGED_API_N_ROUTES];
+
+  g_assert (route < KAGED_API_N_ROUTES);
+
+  if (g_once_init_enter (&allow[route]))
+    {
+      g_autoptr(GString) methods = g_string_new (NULL);
+
+      for (guint i = 0; i < G_N_ELEMENTS (routes); i++)
+        {
+          if (routes[i].route != route)
+            continue;
+          if (methods->len > 0)
+            g_string_append (methods, ", ");
+          g_string_append (methods, routes[i].method);
+        }
+
+      g_once_init_leave (&allow[route], g_string_free (g_steal_pointer (&methods), FALSE));
+    }
+
+  return allow[route];
+}
+
+gboolean
+kaged_api_method_allowed (KagedApiRoute  route,
+                          const char    *method)
+{
+  return find_route (route, method) != NULL;
+}
+
+/* Reads what @route needs into @request; answers and returns %FALSE when
+ * that cannot be had. */
+static gboolean
+request_prepare (KagedApiRequest *request,
+                 const Route     *route)
+{
+  SoupMessageBody *body = soup_server_message_get_request_body (request->msg);
+
+  if ((route->needs & REQUEST_BODY) != 0 ||
+      ((route->needs & REQUEST_OPTIONAL_BODY) != 0 && body->length > 0))
+    {
+      request->body = kaged_api_read_body (request->msg, FALSE, &request->parser);
+      if (request->body == NULL)
+        return FALSE;
+    }
+  else if ((route->needs & REQUEST_OPTIONAL_BODY) != 0)
+    request->body = json_object_new ();
+
+  if ((route->needs & REQUEST_SESSION) != 0)
+    {
+      request->session = lookup_session (request->self, request->msg, request->target.session_id);
+      if (request->session == NULL)
+        return FALSE;
+    }
+
+  return TRUE;
 }
 
 void
@@ -474,7 +569,8 @@ kaged_api_routes_handler (SoupServer        *server,
   KagedApiServer *self = user_data;
   SoupMessageBody *body = soup_server_message_get_request_body (msg);
   const char *method = soup_server_message_get_method (msg);
-  KagedApiTarget target;
+  KagedApiRequest request = { self, msg, query, };
+  const Route *route;
 
   /* The early handler refused it already. */
   if (soup_server_message_get_status (msg) != 0)
@@ -483,77 +579,29 @@ kaged_api_routes_handler (SoupServer        *server,
   if ((guint64)body->length > self->max_body_size)
     {
       kaged_api_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "payload_too_large",
-                     _("The request body is too large"));
+                               _("The request body is too large"));
       return;
     }
 
-  if (!kaged_api_parse_target (path, &target))
+  if (!kaged_api_parse_target (path, &request.target))
     {
       kaged_api_respond_not_found (msg);
       return;
     }
 
-  if (!kaged_api_method_allowed (target.route, method))
+  route = find_route (request.target.route, method);
+  if (route == NULL)
     {
       soup_message_headers_replace (soup_server_message_get_response_headers (msg),
-                                    "Allow", kaged_api_route_allow (target.route));
+                                    "Allow", kaged_api_route_allow (request.target.route));
       kaged_api_respond_error (msg, SOUP_STATUS_METHOD_NOT_ALLOWED, "method_not_allowed",
-                     _("This method is not allowed here"));
+                               _("This method is not allowed here"));
       return;
     }
 
-  switch (target.route)
-    {
-    case KAGED_API_ROUTE_SESSIONS:
-      if (g_str_equal (method, "POST"))
-        create_session (self, msg);
-      else
-        list_sessions (self, msg);
-      break;
-
-    case KAGED_API_ROUTE_SESSION:
-      get_session (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_MESSAGES:
-      if (g_str_equal (method, "POST"))
-        post_message (self, msg, &target);
-      else
-        list_messages (self, msg, query, &target);
-      break;
-
-    case KAGED_API_ROUTE_REGENERATE:
-      regenerate (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_EDIT:
-      edit_message (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_RUN:
-      get_run (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_CANCEL:
-      cancel_run (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_EVENTS:
-      open_events (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_RETRY:
-      get_retry (self, msg, &target);
-      break;
-
-    case KAGED_API_ROUTE_RETRY_CANCEL:
-    case KAGED_API_ROUTE_RETRY_NOW:
-      act_on_retry (self, msg, &target);
-      break;
-
-    default:
-      g_assert_not_reached ();
-    }
+  if (request_prepare (&request, route))
+    route->func (&request);
+  request_clear (&request);
 
   g_debug ("%s %s → %u", method, path, soup_server_message_get_status (msg));
 }

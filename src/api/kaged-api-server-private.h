@@ -46,6 +46,7 @@ typedef enum
   KAGED_API_ROUTE_RETRY,
   KAGED_API_ROUTE_RETRY_CANCEL,
   KAGED_API_ROUTE_RETRY_NOW,
+  KAGED_API_N_ROUTES
 } KagedApiRoute;
 
 typedef struct
@@ -58,9 +59,6 @@ typedef struct
 /* kaged-api-request.c: reading requests, writing answers */
 gboolean    kaged_api_parse_target          (const char         *path,
                                              KagedApiTarget     *target);
-const char *kaged_api_route_allow           (KagedApiRoute       route);
-gboolean    kaged_api_method_allowed        (KagedApiRoute       route,
-                                             const char         *method);
 JsonObject *kaged_api_read_body             (SoupServerMessage  *msg,
                                              gboolean            optional,
                                              JsonParser        **out_parser);
@@ -106,6 +104,9 @@ void        kaged_api_events_end_all        (KagedApiServer     *self);
 void        kaged_api_event_stream_free     (gpointer            stream);
 
 /* kaged-api-routes.c: the endpoints */
+const char *kaged_api_route_allow           (KagedApiRoute       route);
+gboolean    kaged_api_method_allowed        (KagedApiRoute       route,
+                                             const char         *method);
 void        kaged_api_routes_handler        (SoupServer         *server,
                                              SoupServerMessage  *msg,
                                              const char         *path,

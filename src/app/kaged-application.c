@@ -30,6 +30,7 @@ struct _KagedApplication
   AdwApplication parent_instance;
 
   GSettings *settings;
+  KagedProfiles *profiles;
   KagedOptions options;
   KagedCore *core;
   KagedDesktop *desktop;
@@ -242,6 +243,15 @@ kaged_application_get_settings (KagedApplication *self)
   return self->settings;
 }
 
+static KagedProfiles *
+kaged_application_get_profiles (KagedApplication *self)
+{
+  if (self->profiles == NULL)
+    self->profiles = kaged_profiles_new (kaged_application_get_settings (self));
+
+  return self->profiles;
+}
+
 static void
 desktop_show_session_cb (KagedDesktop     *desktop,
                          gint64            session_id,
@@ -286,6 +296,7 @@ kaged_application_ensure_core (KagedApplication *self)
                            kaged_application_check_cb, g_object_ref (self));
 
   /* The engine behind the window follows the preferences. */
+  kaged_core_set_profiles (self->core, kaged_application_get_profiles (self));
   self->desktop = kaged_desktop_new (G_APPLICATION (self), kaged_application_get_settings (self),
                                      self->core, &self->options);
   g_signal_connect_object (self->desktop, "show-session",
@@ -455,6 +466,7 @@ kaged_application_finalize (GObject *object)
   g_clear_object (&self->desktop);
   g_clear_object (&self->core);
   g_clear_object (&self->check_cancellable);
+  g_clear_object (&self->profiles);
   g_clear_object (&self->settings);
   g_clear_error (&self->store_error);
   g_clear_pointer (&self->store_path, g_free);
@@ -579,24 +591,23 @@ kaged_application_get_store (KagedApplication *self)
  * kaged_application_dup_profile:
  * @self: a #KagedApplication
  *
- * The provider profile replies come from, as it is now: kind, base URL,
- * model and the environment variable that may hold its key — the
- * preferences, with what the command line gives for this run in their
- * place.
+ * The provider profile replies come from, as it is now: the default
+ * profile, with what the command line gives for this run in its place.
  *
- * Returns: (transfer full): a new profile named "default"
+ * Returns: (transfer full): a copy, which follows nothing
  */
 KagedProfile *
 kaged_application_dup_profile (KagedApplication *self)
 {
+  KagedProfile *base;
   g_autoptr(KagedProfile) profile = NULL;
 
   g_return_val_if_fail (KAGED_IS_APPLICATION (self), NULL);
 
-  profile = kaged_options_build_profile (&self->options, kaged_application_get_settings (self),
-                                         NULL);
+  base = kaged_profiles_get_default (kaged_application_get_profiles (self));
+  profile = kaged_options_build_profile (&self->options, base, NULL);
   if (profile == NULL)
-    profile = kaged_profile_new_from_settings (kaged_application_get_settings (self));
+    profile = kaged_profile_copy (base);
 
   return g_steal_pointer (&profile);
 }

@@ -71,19 +71,23 @@ update_api (KagedDesktop *self)
   g_message ("Local HTTP API listening on %s", kaged_core_get_api_url (self->core));
 }
 
+/* A provider given on the command line holds for this run only: it is
+ * laid over the default profile as it is at start, and nothing of it is
+ * saved. Without one, the core follows the default profile. */
 static void
-update_model (KagedDesktop *self)
+set_profile_for_this_run (KagedDesktop *self)
 {
   g_autoptr(KagedProfile) profile = NULL;
   g_autoptr(GError) error = NULL;
+  KagedProfiles *profiles = kaged_core_get_profiles (self->core);
 
-  /* A provider given on the command line holds for this run only: it is
-   * laid over the preferences, and nothing of it is saved. */
-  if (self->options != NULL)
-    profile = kaged_options_build_profile (self->options, self->settings, &error);
-  else
-    profile = kaged_profile_new_from_settings (self->settings);
+  if (self->options == NULL)
+    return;
 
+  profile = kaged_options_build_profile (self->options,
+                                         profiles != NULL ? kaged_profiles_get_default (profiles)
+                                                          : NULL,
+                                         &error);
   if (profile == NULL)
     {
       g_warning ("%s", error->message);
@@ -94,24 +98,11 @@ update_model (KagedDesktop *self)
 }
 
 static void
-update_spend_limit (KagedDesktop *self)
-{
-  KagedSpendLimit spend;
-
-  kaged_spend_limit_init_from_settings (&spend, self->settings);
-  kaged_core_set_spend_limit (self->core, &spend);
-}
-
-static void
 settings_changed_cb (GSettings    *settings,
                      const char   *key,
                      KagedDesktop *self)
 {
-  if (g_str_has_prefix (key, "provider-"))
-    update_model (self);
-  else if (g_str_has_prefix (key, "spend-limit"))
-    update_spend_limit (self);
-  else if (g_str_equal (key, "api-enabled") || g_str_equal (key, "api-port"))
+  if (g_str_equal (key, "api-enabled") || g_str_equal (key, "api-port"))
     update_api (self);
 }
 
@@ -209,8 +200,8 @@ kaged_desktop_init (KagedDesktop *self)
  * @options: (nullable): the command line, whose provider options hold for
  *   this run in place of the preferences
  *
- * Ties @core to the desktop: the provider and the spend limit follow the
- * preferences, the local HTTP API comes up if the preference says so, and
+ * Ties @core to the desktop: replies come from the default profile of the
+ * preferences (each with its spend limit), the local HTTP API comes up if the preference says so, and
  * Tier 2 retries send notifications whose actions it adds to @application.
  *
  * Returns: (transfer full): the link
@@ -245,8 +236,13 @@ kaged_desktop_new (GApplication       *application,
       self->options->api_key_env = g_strdup (options->api_key_env);
     }
 
-  update_model (self);
-  update_spend_limit (self);
+  if (kaged_core_get_profiles (core) == NULL)
+    {
+      g_autoptr(KagedProfiles) profiles = kaged_profiles_new (settings);
+
+      kaged_core_set_profiles (core, profiles);
+    }
+  set_profile_for_this_run (self);
 
   if (kaged_core_get_coordinator (core) != NULL)
     self->notifier = kaged_retry_notifier_new (application, kaged_core_get_coordinator (core),

@@ -48,14 +48,19 @@ lookup_settings (void)
 {
   GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
   g_autoptr(GSettingsSchema) schema = NULL;
+  g_autoptr(GSettingsSchema) profile_schema = NULL;
   static const char * const keys[] = {
-    "provider-kind", "provider-base-url", "provider-model", "provider-api-key-env", "api-port",
+    "profiles", "default-profile", "api-port",
+    "provider-kind", "provider-base-url", "provider-model", "provider-api-key-env",
     "provider-input-price", "provider-output-price", "spend-limit-period", "spend-limit",
   };
 
   if (source != NULL)
-    schema = g_settings_schema_source_lookup (source, BASE_APPLICATION_ID, TRUE);
-  if (schema == NULL)
+    {
+      schema = g_settings_schema_source_lookup (source, BASE_APPLICATION_ID, TRUE);
+      profile_schema = g_settings_schema_source_lookup (source, KAGED_PROFILE_SCHEMA_ID, TRUE);
+    }
+  if (schema == NULL || profile_schema == NULL)
     return NULL;
 
   for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
@@ -150,6 +155,7 @@ kaged_headless_run (const KagedOptions *options)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(GSettings) settings = NULL;
+  g_autoptr(KagedProfiles) profiles = NULL;
   g_autoptr(KagedProfile) profile = NULL;
   g_autoptr(KagedCore) core = NULL;
   g_autoptr(KagedApiServer) server = NULL;
@@ -158,7 +164,6 @@ kaged_headless_run (const KagedOptions *options)
   g_autofree char *token_path = NULL;
   g_autofree char *db_path = NULL;
   KagedSessionManager *manager = NULL;
-  KagedSpendLimit spend;
   gboolean token_created = FALSE;
   guint port;
   guint sigint_id;
@@ -168,10 +173,19 @@ kaged_headless_run (const KagedOptions *options)
     return fail (error->message);
 
   settings = lookup_settings ();
+  if (settings != NULL)
+    profiles = kaged_profiles_new (settings);
 
-  profile = kaged_options_build_profile (options, settings, &error);
-  if (profile == NULL)
-    return fail (error->message);
+  /* The default profile, or one the command line gives for this run. */
+  if (profiles == NULL || kaged_options_has_provider (options))
+    {
+      profile = kaged_options_build_profile (options,
+                                             profiles != NULL
+                                               ? kaged_profiles_get_default (profiles) : NULL,
+                                             &error);
+      if (profile == NULL)
+        return fail (error->message);
+    }
 
   token_path = options->api_token_file != NULL ? g_strdup (options->api_token_file)
                                                : kaged_api_token_default_path ();
@@ -207,10 +221,11 @@ kaged_headless_run (const KagedOptions *options)
   if (options->provider_timeout > 0)
     kaged_resolver_set_timeout (kaged_core_get_resolver (core),
                                 (guint)options->provider_timeout * 1000);
-  kaged_core_set_profile (core, profile);
-  /* The spend limit of the preferences holds without a window too. */
-  kaged_spend_limit_init_from_settings (&spend, settings);
-  kaged_core_set_spend_limit (core, &spend);
+  /* The profiles of the preferences, each with its spend limit, hold
+   * without a window too. */
+  kaged_core_set_profiles (core, profiles);
+  if (profile != NULL)
+    kaged_core_set_profile (core, profile);
 
   if (options->api_port >= 0)
     port = options->api_port;

@@ -196,19 +196,26 @@ kaged_options_has_provider (const KagedOptions *self)
 
 /**
  * kaged_options_build_profile:
- * @settings: (nullable): the preferences, or %NULL for the defaults
+ * @base: (nullable): the default profile, or %NULL for a local Ollama
  *
- * The profile of the preferences, with what the command line gives in
- * its place.
+ * The profile for this run: a copy of @base with what the command line
+ * gives in its place. It is never saved. When the command line names
+ * another kind or address, the copy stops being @base: it no longer finds
+ * @base's key in the keyring, so that key never goes to another server.
  *
  * Returns: (transfer full): the profile, or %NULL with @error set
  */
 KagedProfile *
 kaged_options_build_profile (const KagedOptions  *self,
-                             GSettings           *settings,
+                             KagedProfile        *base,
                              GError             **error)
 {
-  g_autoptr(KagedProfile) profile = kaged_profile_new_from_settings (settings);
+  g_autoptr(KagedProfile) profile = NULL;
+  gboolean elsewhere = FALSE;
+
+  g_return_val_if_fail (!base || KAGED_IS_PROFILE (base), NULL);
+
+  profile = base != NULL ? kaged_profile_copy (base) : kaged_profile_new_from_settings (NULL);
 
   if (self->provider_kind != NULL)
     {
@@ -226,6 +233,7 @@ kaged_options_build_profile (const KagedOptions  *self,
         {
           kaged_profile_set_kind (profile, kind);
           kaged_profile_set_base_url (profile, kaged_provider_kind_default_url (kind));
+          elsewhere = TRUE;
         }
     }
 
@@ -242,6 +250,8 @@ kaged_options_build_profile (const KagedOptions  *self,
           return NULL;
         }
 
+      if (g_strcmp0 (self->provider_url, kaged_profile_get_base_url (profile)) != 0)
+        elsewhere = TRUE;
       kaged_profile_set_base_url (profile, self->provider_url);
     }
 
@@ -258,6 +268,12 @@ kaged_options_build_profile (const KagedOptions  *self,
 
   if (self->api_key_env != NULL)
     kaged_profile_set_api_key_env (profile, self->api_key_env);
+
+  if (elsewhere)
+    {
+      kaged_profile_set_id (profile, NULL);
+      kaged_profile_set_name (profile, _("Command Line"));
+    }
 
   return g_steal_pointer (&profile);
 }

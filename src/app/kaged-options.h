@@ -39,7 +39,7 @@ gboolean      kaged_options_read               (KagedOptions        *self,
 void          kaged_options_clear              (KagedOptions        *self);
 gboolean      kaged_options_has_provider       (const KagedOptions  *self);
 KagedProfile *kaged_options_build_profile      (const KagedOptions  *self,
-                                                GSettings           *settings,
+                                                KagedProfile        *base,
                                                 GError             **error);
 KagedCoreFlags kaged_options_get_core_flags   (const KagedOptions  *self,
                                                 gboolean             auto_retry);

@@ -23,7 +23,10 @@ struct _KagedCore
   KagedClock            *clock;
   KagedKeyring          *keyring;
   KagedResolver         *resolver;
-  KagedProfile          *profile;
+  KagedProfiles         *profiles;
+  KagedProfile          *override;    /* a profile for this run only, or NULL */
+  KagedProfile          *profile;     /* the one runs use: override or default */
+  GSignalGroup          *profile_signals;
   KagedSessionManager   *manager;
   KagedRetryCoordinator *coordinator;
   KagedCoreServer       *server;
@@ -46,6 +49,7 @@ enum {
   PROP_0,
   PROP_API_URL,
   PROP_API_ERROR,
+  PROP_PROFILE,
   N_PROPS
 };
 
@@ -155,7 +159,14 @@ kaged_core_dispose (GObject *object)
   g_clear_object (&self->server);
   g_clear_object (&self->coordinator);
   g_clear_object (&self->manager);
+  if (self->profiles != NULL)
+    g_signal_handlers_disconnect_by_data (self->profiles, self);
+  if (self->profile_signals != NULL)
+    g_signal_group_set_target (self->profile_signals, NULL);
+  g_clear_object (&self->profile_signals);
   g_clear_object (&self->profile);
+  g_clear_object (&self->override);
+  g_clear_object (&self->profiles);
   g_clear_object (&self->resolver);
   g_clear_object (&self->keyring);
   g_clear_object (&self->clock);
@@ -194,6 +205,10 @@ kaged_core_get_property (GObject    *object,
       g_value_set_string (value, self->api_error);
       break;
 
+    case PROP_PROFILE:
+      g_value_set_object (value, self->profile);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -218,6 +233,11 @@ kaged_core_class_init (KagedCoreClass *klass)
                          NULL,
                          (G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
 
+  properties [PROP_PROFILE] =
+    g_param_spec_object ("profile", NULL, NULL,
+                         KAGED_TYPE_PROFILE,
+                         (G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   signals [RETRY_CHANGED] =
@@ -228,10 +248,32 @@ kaged_core_class_init (KagedCoreClass *klass)
                   G_TYPE_NONE, 1, G_TYPE_INT64);
 }
 
+/* Runs ask the profile of this run when the command line gave one, else
+ * the default profile; a change to it reaches the next run. */
+static void
+update_profile (KagedCore *self)
+{
+  KagedProfile *profile = self->override;
+
+  if (profile == NULL && self->profiles != NULL)
+    profile = kaged_profiles_get_default (self->profiles);
+
+  g_set_object (&self->profile, profile);
+  g_signal_group_set_target (self->profile_signals, profile);
+  if (self->manager != NULL)
+    kaged_session_manager_set_model (self->manager, self->resolver, profile);
+
+  /* Another profile, or a change to this one. */
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROFILE]);
+}
+
 static void
 kaged_core_init (KagedCore *self)
 {
   self->conversations = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  self->profile_signals = g_signal_group_new (KAGED_TYPE_PROFILE);
+  g_signal_group_connect_object (self->profile_signals, "notify",
+                                 G_CALLBACK (update_profile), self, G_CONNECT_SWAPPED);
 }
 
 /**
@@ -245,7 +287,7 @@ kaged_core_init (KagedCore *self)
  * @flags: what runs
  *
  * Builds the engine on @store. Nothing runs before kaged_core_start(): set
- * the profile and the spend limit first.
+ * the profiles (or a profile) first.
  *
  * Returns: (transfer full): the core
  */
@@ -408,7 +450,8 @@ kaged_core_get_flags (KagedCore *self)
  * kaged_core_get_profile:
  *
  * Returns: (transfer none) (nullable): the provider profile replies come
- *   from, or %NULL before one was set
+ *   from: the one set for this run, else the default profile; %NULL when
+ *   there is neither
  */
 KagedProfile *
 kaged_core_get_profile (KagedCore *self)
@@ -420,29 +463,81 @@ kaged_core_get_profile (KagedCore *self)
 
 /**
  * kaged_core_set_profile:
- * @profile: the provider, base URL and model replies come from
+ * @profile: (nullable): the provider, base URL and model replies come
+ *   from, or %NULL to follow the default profile again
  *
- * Runs that start from now on ask @profile's model.
+ * Runs that start from now on ask @profile's model, whatever the default
+ * profile is. Nothing of @profile is saved.
  */
 void
 kaged_core_set_profile (KagedCore    *self,
                         KagedProfile *profile)
 {
   g_return_if_fail (KAGED_IS_CORE (self));
-  g_return_if_fail (KAGED_IS_PROFILE (profile));
+  g_return_if_fail (!profile || KAGED_IS_PROFILE (profile));
 
-  g_set_object (&self->profile, profile);
-  kaged_session_manager_set_model (self->manager, self->resolver, profile);
+  g_set_object (&self->override, profile);
+  update_profile (self);
 }
 
+/**
+ * kaged_core_get_profiles:
+ *
+ * Returns: (transfer none) (nullable): the saved profiles, or %NULL when
+ *   the core runs without settings
+ */
+KagedProfiles *
+kaged_core_get_profiles (KagedCore *self)
+{
+  g_return_val_if_fail (KAGED_IS_CORE (self), NULL);
+
+  return self->profiles;
+}
+
+/**
+ * kaged_core_set_profiles:
+ * @profiles: (nullable): the saved profiles
+ *
+ * Runs follow the default profile of @profiles (unless
+ * kaged_core_set_profile() gave one for this run), and removing a profile
+ * removes its key from the core's keyring.
+ */
 void
-kaged_core_set_spend_limit (KagedCore             *self,
-                            const KagedSpendLimit *spend)
+kaged_core_set_profiles (KagedCore     *self,
+                         KagedProfiles *profiles)
 {
   g_return_if_fail (KAGED_IS_CORE (self));
-  g_return_if_fail (spend != NULL);
+  g_return_if_fail (!profiles || KAGED_IS_PROFILES (profiles));
 
-  kaged_session_manager_set_spend_limit (self->manager, spend);
+  if (self->profiles == profiles)
+    return;
+
+  if (self->profiles != NULL)
+    g_signal_handlers_disconnect_by_data (self->profiles, self);
+
+  g_set_object (&self->profiles, profiles);
+
+  if (profiles != NULL)
+    {
+      kaged_profiles_set_keyring (profiles, self->keyring);
+      g_signal_connect_object (profiles, "notify::default-profile",
+                               G_CALLBACK (update_profile), self, G_CONNECT_SWAPPED);
+    }
+
+  update_profile (self);
+}
+
+/**
+ * kaged_core_get_keyring:
+ *
+ * Returns: (transfer none): where API keys are kept
+ */
+KagedKeyring *
+kaged_core_get_keyring (KagedCore *self)
+{
+  g_return_val_if_fail (KAGED_IS_CORE (self), NULL);
+
+  return self->keyring;
 }
 
 /**

@@ -12,6 +12,7 @@
 #include "kaged-core-server.h"
 #include "kaged-keyring.h"
 #include "kaged-profile.h"
+#include "kaged-profiles.h"
 #include "kaged-receipt.h"
 #include "kaged-resolver.h"
 #include "kaged-retry-coordinator.h"
@@ -61,7 +62,9 @@ G_DECLARE_FINAL_TYPE (KagedCore, kaged_core, KAGED, CORE, GObject)
  * Posts, regenerates and cancels from every entry point go through it.
  *
  * Properties: api-url (where the handed server answers, or NULL),
- *             api-error (why the API could not be switched on, or NULL).
+ *             api-error (why the API could not be switched on, or NULL),
+ *             profile (the profile runs use now; notified when another one
+ *             takes its place or when it changes).
  * Signals:    ::retry-changed (gint64 session_id) — a session's Tier 2
  *             retry changed state (a scheduler was added, or its state
  *             moved).
@@ -85,8 +88,10 @@ KagedCoreFlags         kaged_core_get_flags          (KagedCore       *self);
 KagedProfile          *kaged_core_get_profile        (KagedCore       *self);
 void                   kaged_core_set_profile        (KagedCore       *self,
                                                       KagedProfile    *profile);
-void                   kaged_core_set_spend_limit    (KagedCore       *self,
-                                                      const KagedSpendLimit *spend);
+KagedProfiles         *kaged_core_get_profiles       (KagedCore       *self);
+void                   kaged_core_set_profiles       (KagedCore       *self,
+                                                      KagedProfiles   *profiles);
+KagedKeyring          *kaged_core_get_keyring        (KagedCore       *self);
 void                   kaged_core_start              (KagedCore       *self);
 void                   kaged_core_shutdown           (KagedCore       *self);
 KagedSession          *kaged_core_create_session     (KagedCore       *self,

@@ -33,7 +33,6 @@ struct _KagedSessionManager
   /* The profile the pending resolution is for */
   KagedProfile         *resolving;
 
-  KagedSpendLimit       spend;
 
   gsize                 max_content;
   char                 *system_prompt;

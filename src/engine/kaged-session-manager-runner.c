@@ -537,7 +537,7 @@ run_state_start (KagedRunState *state)
 {
   KagedSessionManager *self = state->manager;
   g_autoptr(GError) error = NULL;
-  KagedSpendLimit spend = self->spend;
+  KagedSpendLimit spend;
 
   if (self->resolver == NULL || self->profile == NULL)
     {
@@ -547,8 +547,8 @@ run_state_start (KagedRunState *state)
       return;
     }
 
-  spend.input_price = kaged_profile_get_input_price (self->profile);
-  spend.output_price = kaged_profile_get_output_price (self->profile);
+  /* The limit and prices are those of the profile the run goes through. */
+  kaged_spend_limit_init_from_profile (&spend, self->profile);
   if (!kaged_spend_limit_check (&spend, self->store, now_ms (self), &error))
     {
       _kaged_run_state_finish (state, error);

@@ -434,21 +434,6 @@ kaged_session_manager_set_model (KagedSessionManager *self,
   self->resolving = NULL;
 }
 
-/**
- * kaged_session_manager_set_spend_limit:
- *
- * Sets the period and the limit; the prices come from the profile.
- */
-void
-kaged_session_manager_set_spend_limit (KagedSessionManager   *self,
-                                       const KagedSpendLimit *spend)
-{
-  g_return_if_fail (KAGED_IS_SESSION_MANAGER (self));
-  g_return_if_fail (spend != NULL);
-
-  self->spend = *spend;
-}
-
 void
 kaged_session_manager_set_max_content (KagedSessionManager *self,
                                        gsize                max_content)

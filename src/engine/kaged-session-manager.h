@@ -74,8 +74,6 @@ KagedSessionManager *kaged_session_manager_new              (KagedStore         
 void                 kaged_session_manager_set_model        (KagedSessionManager  *self,
                                                              KagedResolver        *resolver,
                                                              KagedProfile         *profile);
-void                 kaged_session_manager_set_spend_limit  (KagedSessionManager  *self,
-                                                             const KagedSpendLimit *spend);
 void                 kaged_session_manager_set_max_content  (KagedSessionManager  *self,
                                                              gsize                 max_content);
 void                 kaged_session_manager_set_system_prompt (KagedSessionManager *self,

@@ -13,31 +13,27 @@
 #include "kaged-spend-limit.h"
 
 /**
- * kaged_spend_limit_init_from_settings:
- * @settings: (nullable): the application's settings
+ * kaged_spend_limit_init_from_profile:
+ * @profile: (nullable): the profile a run goes through
  *
- * Reads `spend-limit-period` and `spend-limit`; without settings, or with
- * an unknown period, there is no limit. The prices stay with the profile.
+ * Reads the profile's prices, period and limit; without a profile there
+ * is no limit.
  */
 void
-kaged_spend_limit_init_from_settings (KagedSpendLimit *self,
-                                      GSettings       *settings)
+kaged_spend_limit_init_from_profile (KagedSpendLimit *self,
+                                     KagedProfile    *profile)
 {
-  g_autofree char *period = NULL;
-
   g_return_if_fail (self != NULL);
-  g_return_if_fail (!settings || G_IS_SETTINGS (settings));
+  g_return_if_fail (!profile || KAGED_IS_PROFILE (profile));
 
   *self = (KagedSpendLimit) { KAGED_SPEND_PERIOD_NONE, 0.0, 0.0, 0.0 };
-  if (settings == NULL)
+  if (profile == NULL)
     return;
 
-  period = g_settings_get_string (settings, "spend-limit-period");
-  if (g_str_equal (period, "daily"))
-    self->period = KAGED_SPEND_PERIOD_DAILY;
-  else if (g_str_equal (period, "monthly"))
-    self->period = KAGED_SPEND_PERIOD_MONTHLY;
-  self->limit = g_settings_get_double (settings, "spend-limit");
+  self->period = kaged_profile_get_spend_limit_period (profile);
+  self->limit = kaged_profile_get_spend_limit (profile);
+  self->input_price = MAX (kaged_profile_get_input_price (profile), 0.0);
+  self->output_price = MAX (kaged_profile_get_output_price (profile), 0.0);
 }
 
 /**

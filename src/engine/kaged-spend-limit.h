@@ -7,25 +7,19 @@
 
 #include <gio/gio.h>
 
+#include "kaged-profile.h"
 #include "kaged-store.h"
 
 G_BEGIN_DECLS
-
-typedef enum
-{
-  KAGED_SPEND_PERIOD_NONE,    /*< nick=none >*/
-  KAGED_SPEND_PERIOD_DAILY,   /*< nick=daily >*/
-  KAGED_SPEND_PERIOD_MONTHLY, /*< nick=monthly >*/
-} KagedSpendPeriod;
 
 /**
  * KagedSpendLimit:
  * @period: how often the limit starts over; %KAGED_SPEND_PERIOD_NONE for no limit
  * @limit: the most to spend in a period, in the prices' currency
- * @input_price: price per million input tokens (the manager takes it from the profile)
- * @output_price: price per million output tokens (likewise)
+ * @input_price: price per million input tokens
+ * @output_price: price per million output tokens
  *
- * The local spend limit of DESIGN.md §5.5.
+ * The local spend limit of DESIGN.md §5.5, as a profile sets it.
  */
 typedef struct _KagedSpendLimit
 {
@@ -35,8 +29,8 @@ typedef struct _KagedSpendLimit
   double           output_price;
 } KagedSpendLimit;
 
-void     kaged_spend_limit_init_from_settings (KagedSpendLimit *self,
-                                              GSettings       *settings);
+void     kaged_spend_limit_init_from_profile (KagedSpendLimit *self,
+                                             KagedProfile    *profile);
 gint64   kaged_spend_limit_period_start (const KagedSpendLimit  *self,
                                          gint64                  now_ms);
 double   kaged_spend_limit_cost         (const KagedSpendLimit  *self,

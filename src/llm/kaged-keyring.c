@@ -149,6 +149,126 @@ kaged_keyring_lookup_finish (KagedKeyring  *self,
   return g_task_propagate_pointer (G_TASK (result), error);
 }
 
+/* Storing and clearing run in a worker thread too, with this state. */
+typedef struct
+{
+  char *profile;
+  char *key;      /* NULL when clearing */
+} WriteState;
+
+static void
+write_state_free (WriteState *state)
+{
+  g_free (state->profile);
+  kaged_keyring_free_key (state->key);
+  g_free (state);
+}
+
+static void
+write_thread (GTask        *task,
+              gpointer      source_object,
+              gpointer      task_data,
+              GCancellable *cancellable)
+{
+  WriteState *state = task_data;
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+
+  if (state->key != NULL)
+    ok = kaged_keyring_store (source_object, state->profile, state->key, cancellable, &error);
+  else
+    ok = kaged_keyring_clear (source_object, state->profile, cancellable, &error);
+
+  if (!ok)
+    g_task_return_error (task, g_steal_pointer (&error));
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+static void
+start_write (KagedKeyring        *self,
+             gpointer             source_tag,
+             const char          *profile,
+             const char          *key,
+             GCancellable        *cancellable,
+             GAsyncReadyCallback  callback,
+             gpointer             user_data)
+{
+  g_autoptr(GTask) task = NULL;
+  WriteState *state;
+
+  state = g_new0 (WriteState, 1);
+  state->profile = g_strdup (profile);
+  state->key = g_strdup (key);
+
+  task = g_task_new (self, cancellable, callback, user_data);
+  g_task_set_source_tag (task, source_tag);
+  g_task_set_task_data (task, state, (GDestroyNotify)write_state_free);
+  g_task_run_in_thread (task, write_thread);
+}
+
+/**
+ * kaged_keyring_store_async:
+ *
+ * Stores (or replaces) the key of @profile without blocking the caller.
+ */
+void
+kaged_keyring_store_async (KagedKeyring        *self,
+                           const char          *profile,
+                           const char          *key,
+                           GCancellable        *cancellable,
+                           GAsyncReadyCallback  callback,
+                           gpointer             user_data)
+{
+  g_return_if_fail (KAGED_IS_KEYRING (self));
+  g_return_if_fail (profile != NULL);
+  g_return_if_fail (key != NULL);
+
+  start_write (self, kaged_keyring_store_async, profile, key, cancellable, callback, user_data);
+}
+
+gboolean
+kaged_keyring_store_finish (KagedKeyring  *self,
+                            GAsyncResult  *result,
+                            GError       **error)
+{
+  g_return_val_if_fail (KAGED_IS_KEYRING (self), FALSE);
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_keyring_store_async, FALSE);
+
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+/**
+ * kaged_keyring_clear_async:
+ *
+ * Forgets the key of @profile without blocking the caller.
+ */
+void
+kaged_keyring_clear_async (KagedKeyring        *self,
+                           const char          *profile,
+                           GCancellable        *cancellable,
+                           GAsyncReadyCallback  callback,
+                           gpointer             user_data)
+{
+  g_return_if_fail (KAGED_IS_KEYRING (self));
+  g_return_if_fail (profile != NULL);
+
+  start_write (self, kaged_keyring_clear_async, profile, NULL, cancellable, callback, user_data);
+}
+
+gboolean
+kaged_keyring_clear_finish (KagedKeyring  *self,
+                            GAsyncResult  *result,
+                            GError       **error)
+{
+  g_return_val_if_fail (KAGED_IS_KEYRING (self), FALSE);
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_keyring_clear_async, FALSE);
+
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
 /* ------------------------------------------------------------------------ */
 
 struct _KagedSecretKeyring

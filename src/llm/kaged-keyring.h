@@ -21,7 +21,7 @@ G_DECLARE_INTERFACE (KagedKeyring, kaged_keyring, KAGED, KEYRING, GObject)
  * @clear: forget the key of a profile; no key is not an error
  *
  * Where API keys live: never in the database, settings or logs. Keys are
- * found by profile name.
+ * found by profile id.
  */
 struct _KagedKeyringInterface
 {
@@ -62,6 +62,23 @@ gboolean  kaged_keyring_store         (KagedKeyring         *self,
 gboolean  kaged_keyring_clear         (KagedKeyring         *self,
                                        const char           *profile,
                                        GCancellable         *cancellable,
+                                       GError              **error);
+void      kaged_keyring_store_async   (KagedKeyring         *self,
+                                       const char           *profile,
+                                       const char           *key,
+                                       GCancellable         *cancellable,
+                                       GAsyncReadyCallback   callback,
+                                       gpointer              user_data);
+gboolean  kaged_keyring_store_finish  (KagedKeyring         *self,
+                                       GAsyncResult         *result,
+                                       GError              **error);
+void      kaged_keyring_clear_async   (KagedKeyring         *self,
+                                       const char           *profile,
+                                       GCancellable         *cancellable,
+                                       GAsyncReadyCallback   callback,
+                                       gpointer              user_data);
+gboolean  kaged_keyring_clear_finish  (KagedKeyring         *self,
+                                       GAsyncResult         *result,
                                        GError              **error);
 void      kaged_keyring_free_key      (char                 *key);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <gio/gio.h>
+#include <glib/gi18n.h>
 
 #include "kaged-profile.h"
 #include "kaged-retry-class.h"
@@ -19,10 +20,16 @@ G_DEFINE_ENUM_TYPE (KagedProviderKind, kaged_provider_kind,
   G_DEFINE_ENUM_VALUE (KAGED_PROVIDER_KIND_OPENAI, "openai"),
   G_DEFINE_ENUM_VALUE (KAGED_PROVIDER_KIND_ANTHROPIC, "anthropic"))
 
+G_DEFINE_ENUM_TYPE (KagedSpendPeriod, kaged_spend_period,
+  G_DEFINE_ENUM_VALUE (KAGED_SPEND_PERIOD_NONE, "none"),
+  G_DEFINE_ENUM_VALUE (KAGED_SPEND_PERIOD_DAILY, "daily"),
+  G_DEFINE_ENUM_VALUE (KAGED_SPEND_PERIOD_MONTHLY, "monthly"))
+
 struct _KagedProfile
 {
   GObject            parent_instance;
 
+  char              *id;
   char              *name;
   KagedProviderKind  kind;
   char              *base_url;
@@ -30,12 +37,15 @@ struct _KagedProfile
   char              *api_key_env;
   double             input_price;
   double             output_price;
+  KagedSpendPeriod   spend_limit_period;
+  double             spend_limit;
 };
 
 G_DEFINE_FINAL_TYPE (KagedProfile, kaged_profile, G_TYPE_OBJECT)
 
 enum {
   PROP_0,
+  PROP_ID,
   PROP_NAME,
   PROP_KIND,
   PROP_BASE_URL,
@@ -43,6 +53,8 @@ enum {
   PROP_API_KEY_ENV,
   PROP_INPUT_PRICE,
   PROP_OUTPUT_PRICE,
+  PROP_SPEND_LIMIT_PERIOD,
+  PROP_SPEND_LIMIT,
   N_PROPS
 };
 
@@ -53,6 +65,7 @@ kaged_profile_finalize (GObject *object)
 {
   KagedProfile *self = (KagedProfile *)object;
 
+  g_clear_pointer (&self->id, g_free);
   g_clear_pointer (&self->name, g_free);
   g_clear_pointer (&self->base_url, g_free);
   g_clear_pointer (&self->model, g_free);
@@ -71,6 +84,10 @@ kaged_profile_get_property (GObject    *object,
 
   switch (prop_id)
     {
+    case PROP_ID:
+      g_value_set_string (value, self->id);
+      break;
+
     case PROP_NAME:
       g_value_set_string (value, self->name);
       break;
@@ -99,6 +116,14 @@ kaged_profile_get_property (GObject    *object,
       g_value_set_double (value, self->output_price);
       break;
 
+    case PROP_SPEND_LIMIT_PERIOD:
+      g_value_set_enum (value, self->spend_limit_period);
+      break;
+
+    case PROP_SPEND_LIMIT:
+      g_value_set_double (value, self->spend_limit);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -114,6 +139,10 @@ kaged_profile_set_property (GObject      *object,
 
   switch (prop_id)
     {
+    case PROP_ID:
+      kaged_profile_set_id (self, g_value_get_string (value));
+      break;
+
     case PROP_NAME:
       kaged_profile_set_name (self, g_value_get_string (value));
       break;
@@ -142,6 +171,14 @@ kaged_profile_set_property (GObject      *object,
       kaged_profile_set_output_price (self, g_value_get_double (value));
       break;
 
+    case PROP_SPEND_LIMIT_PERIOD:
+      kaged_profile_set_spend_limit_period (self, g_value_get_enum (value));
+      break;
+
+    case PROP_SPEND_LIMIT:
+      kaged_profile_set_spend_limit (self, g_value_get_double (value));
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -155,6 +192,11 @@ kaged_profile_class_init (KagedProfileClass *klass)
   object_class->finalize = kaged_profile_finalize;
   object_class->get_property = kaged_profile_get_property;
   object_class->set_property = kaged_profile_set_property;
+
+  properties [PROP_ID] =
+    g_param_spec_string ("id", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
 
   properties [PROP_NAME] =
     g_param_spec_string ("name", NULL, NULL,
@@ -192,6 +234,17 @@ kaged_profile_class_init (KagedProfileClass *klass)
                          -1.0, G_MAXDOUBLE, -1.0,
                          (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
 
+  properties [PROP_SPEND_LIMIT_PERIOD] =
+    g_param_spec_enum ("spend-limit-period", NULL, NULL,
+                       KAGED_TYPE_SPEND_PERIOD,
+                       KAGED_SPEND_PERIOD_NONE,
+                       (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
+  properties [PROP_SPEND_LIMIT] =
+    g_param_spec_double ("spend-limit", NULL, NULL,
+                         0.0, G_MAXDOUBLE, 0.0,
+                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -224,6 +277,72 @@ kaged_profile_new (const char        *name,
                        "base-url", base_url,
                        "model", model,
                        NULL);
+}
+
+/**
+ * kaged_profile_copy:
+ *
+ * Returns: (transfer full): a new profile with the same id and settings,
+ *   which follows neither @self nor the preferences
+ */
+KagedProfile *
+kaged_profile_copy (KagedProfile *self)
+{
+  g_return_val_if_fail (KAGED_IS_PROFILE (self), NULL);
+
+  return g_object_new (KAGED_TYPE_PROFILE,
+                       "id", self->id,
+                       "name", self->name,
+                       "kind", self->kind,
+                       "base-url", self->base_url,
+                       "model", self->model,
+                       "api-key-env", self->api_key_env,
+                       "input-price", self->input_price,
+                       "output-price", self->output_price,
+                       "spend-limit-period", self->spend_limit_period,
+                       "spend-limit", self->spend_limit,
+                       NULL);
+}
+
+/**
+ * kaged_profile_get_id:
+ *
+ * Returns: (nullable): the stable id of a saved profile, or %NULL
+ */
+const char *
+kaged_profile_get_id (KagedProfile *self)
+{
+  g_return_val_if_fail (KAGED_IS_PROFILE (self), NULL);
+
+  return self->id;
+}
+
+void
+kaged_profile_set_id (KagedProfile *self,
+                      const char   *id)
+{
+  g_return_if_fail (KAGED_IS_PROFILE (self));
+
+  if (g_strcmp0 (self->id, id) != 0)
+    {
+      g_free (self->id);
+      self->id = g_strdup (id);
+      g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_ID]);
+    }
+}
+
+/**
+ * kaged_profile_get_key_id:
+ *
+ * Returns: (nullable): what the keyring knows the profile's key by: its
+ *   id, or for a profile that was never saved, its name
+ */
+const char *
+kaged_profile_get_key_id (KagedProfile *self)
+{
+  g_return_val_if_fail (KAGED_IS_PROFILE (self), NULL);
+
+  return (self->id != NULL && self->id[0] != '\0') ? self->id : self->name;
 }
 
 const char *
@@ -396,6 +515,56 @@ kaged_profile_set_output_price (KagedProfile *self,
     }
 }
 
+KagedSpendPeriod
+kaged_profile_get_spend_limit_period (KagedProfile *self)
+{
+  g_return_val_if_fail (KAGED_IS_PROFILE (self), KAGED_SPEND_PERIOD_NONE);
+
+  return self->spend_limit_period;
+}
+
+void
+kaged_profile_set_spend_limit_period (KagedProfile     *self,
+                                      KagedSpendPeriod  period)
+{
+  g_return_if_fail (KAGED_IS_PROFILE (self));
+  g_return_if_fail (period <= KAGED_SPEND_PERIOD_MONTHLY);
+
+  if (self->spend_limit_period != period)
+    {
+      self->spend_limit_period = period;
+      g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_SPEND_LIMIT_PERIOD]);
+    }
+}
+
+/**
+ * kaged_profile_get_spend_limit:
+ *
+ * Returns: the most to spend through the profile in one period, in the
+ *   prices' currency; 0 for no limit
+ */
+double
+kaged_profile_get_spend_limit (KagedProfile *self)
+{
+  g_return_val_if_fail (KAGED_IS_PROFILE (self), 0.0);
+
+  return self->spend_limit;
+}
+
+void
+kaged_profile_set_spend_limit (KagedProfile *self,
+                               double        limit)
+{
+  g_return_if_fail (KAGED_IS_PROFILE (self));
+
+  limit = MAX (limit, 0.0);
+  if (self->spend_limit != limit)
+    {
+      self->spend_limit = limit;
+      g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_SPEND_LIMIT]);
+    }
+}
+
 /**
  * kaged_provider_kind_default_url:
  *
@@ -482,14 +651,39 @@ kaged_provider_kind_needs_key (KagedProviderKind  kind,
 }
 
 /**
+ * kaged_provider_kind_to_label:
+ *
+ * Returns: how people call a provider of @kind, translated
+ */
+const char *
+kaged_provider_kind_to_label (KagedProviderKind kind)
+{
+  switch (kind)
+    {
+    case KAGED_PROVIDER_KIND_OPENAI:
+      return _("OpenAI-compatible");
+
+    case KAGED_PROVIDER_KIND_ANTHROPIC:
+      return _("Anthropic");
+
+    case KAGED_PROVIDER_KIND_OLLAMA:
+    default:
+      return _("Ollama");
+    }
+}
+
+/**
  * kaged_profile_new_from_settings:
  * @settings: (nullable): the application's settings, or %NULL
  *
- * The provider of the preferences (`provider-kind`, `provider-base-url`,
- * `provider-model`, `provider-api-key-env` and its prices); without
- * settings, a local Ollama.
+ * The single provider of the settings of older versions
+ * (`provider-kind`, `provider-base-url`, `provider-model`,
+ * `provider-api-key-env`, its prices and `spend-limit-period`,
+ * `spend-limit`): what becomes the profile "default" on the first start
+ * with profiles. Without settings, a local Ollama.
  *
- * Returns: (transfer full): a profile named "default"
+ * Returns: (transfer full): a profile with the id "default", named after
+ *   its kind
  */
 KagedProfile *
 kaged_profile_new_from_settings (GSettings *settings)
@@ -498,31 +692,44 @@ kaged_profile_new_from_settings (GSettings *settings)
   g_autofree char *base_url = NULL;
   g_autofree char *model = NULL;
   g_autofree char *api_key_env = NULL;
+  g_autofree char *period_name = NULL;
   int kind = KAGED_PROVIDER_KIND_OLLAMA;
+  int period = KAGED_SPEND_PERIOD_NONE;
   KagedProfile *profile;
 
   g_return_val_if_fail (!settings || G_IS_SETTINGS (settings), NULL);
 
   if (settings == NULL)
-    return kaged_profile_new ("default", KAGED_PROVIDER_KIND_OLLAMA,
-                              KAGED_PROFILE_DEFAULT_OLLAMA_URL, "llama3.2");
+    {
+      profile = kaged_profile_new (kaged_provider_kind_to_label (KAGED_PROVIDER_KIND_OLLAMA),
+                                   KAGED_PROVIDER_KIND_OLLAMA,
+                                   KAGED_PROFILE_DEFAULT_OLLAMA_URL, "llama3.2");
+      kaged_profile_set_id (profile, KAGED_PROFILE_DEFAULT_ID);
+      return profile;
+    }
 
   kind_name = g_settings_get_string (settings, "provider-kind");
   base_url = g_settings_get_string (settings, "provider-base-url");
   model = g_settings_get_string (settings, "provider-model");
   api_key_env = g_settings_get_string (settings, "provider-api-key-env");
+  period_name = g_settings_get_string (settings, "spend-limit-period");
 
   if (!kaged_enum_from_nick (KAGED_TYPE_PROVIDER_KIND, kind_name, &kind))
     kind = KAGED_PROVIDER_KIND_OLLAMA;
+  if (!kaged_enum_from_nick (KAGED_TYPE_SPEND_PERIOD, period_name, &period))
+    period = KAGED_SPEND_PERIOD_NONE;
 
-  profile = kaged_profile_new ("default", kind,
+  profile = kaged_profile_new (kaged_provider_kind_to_label (kind), kind,
                                base_url[0] != '\0' ? base_url : kaged_provider_kind_default_url (kind),
                                model);
+  kaged_profile_set_id (profile, KAGED_PROFILE_DEFAULT_ID);
   if (api_key_env[0] != '\0')
     kaged_profile_set_api_key_env (profile, api_key_env);
 
   kaged_profile_set_input_price (profile, g_settings_get_double (settings, "provider-input-price"));
   kaged_profile_set_output_price (profile, g_settings_get_double (settings, "provider-output-price"));
+  kaged_profile_set_spend_limit_period (profile, period);
+  kaged_profile_set_spend_limit (profile, g_settings_get_double (settings, "spend-limit"));
 
   return profile;
 }

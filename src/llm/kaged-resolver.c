@@ -90,10 +90,10 @@ key_from_env (KagedProfile *profile)
 static gboolean
 wants_keyring (KagedProfile *profile)
 {
-  const char *name = kaged_profile_get_name (profile);
+  const char *key_id = kaged_profile_get_key_id (profile);
 
   return kaged_profile_get_kind (profile) != KAGED_PROVIDER_KIND_OLLAMA &&
-         name != NULL && name[0] != '\0';
+         key_id != NULL && key_id[0] != '\0';
 }
 
 static gboolean
@@ -447,7 +447,7 @@ kaged_resolver_resolve (KagedResolver  *self,
 
   if (key == NULL && wants_keyring (profile))
     {
-      key = kaged_keyring_lookup (self->keyring, kaged_profile_get_name (profile),
+      key = kaged_keyring_lookup (self->keyring, kaged_profile_get_key_id (profile),
                                   cancellable, &keyring_error);
       if (g_error_matches (keyring_error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
         {
@@ -534,7 +534,7 @@ kaged_resolver_resolve_async (KagedResolver       *self,
 
   if (key == NULL && wants_keyring (profile))
     {
-      kaged_keyring_lookup_async (self->keyring, kaged_profile_get_name (profile),
+      kaged_keyring_lookup_async (self->keyring, kaged_profile_get_key_id (profile),
                                   cancellable, lookup_cb, g_steal_pointer (&task));
       return;
     }

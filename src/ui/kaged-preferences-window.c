@@ -11,31 +11,27 @@
 
 #include "kaged-api-token.h"
 #include "kaged-preferences-window.h"
-#include "kaged-profile.h"
+#include "kaged-profile-page.h"
 
 /**
  * KagedPreferencesWindow:
  *
- * The preferences: the provider profile (kind, base URL, model and where
- * its API key comes from) and the local HTTP API, each row bound to its
- * GSettings key.
+ * The preferences: the provider profiles, listed on the Providers page
+ * with the default marked, each edited on a subpage of its own
+ * (KagedProfilePage), and the local HTTP API, its rows bound to their
+ * GSettings keys.
  */
 struct _KagedPreferencesWindow
 {
   AdwPreferencesWindow parent_instance;
 
   GSettings *settings;
+  KagedProfiles *profiles;
+  KagedKeyring *keyring;
   KagedCore *core;
 
   /* Template children */
-  AdwComboRow *kind_row;
-  GtkSpinButton *input_price_button;
-  GtkSpinButton *output_price_button;
-  AdwComboRow *spend_period_row;
-  GtkSpinButton *spend_limit_button;
-  AdwEntryRow *base_url_row;
-  AdwEntryRow *model_row;
-  AdwEntryRow *api_key_env_row;
+  GtkListBox *profile_list;
   AdwPreferencesGroup *api_group;
   GtkSwitch *api_enabled_switch;
   GtkSpinButton *api_port_button;
@@ -44,119 +40,114 @@ struct _KagedPreferencesWindow
 
 G_DEFINE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, ADW_TYPE_PREFERENCES_WINDOW)
 
-/* The provider kinds in the order of the combo row, with the base URL a
- * fresh profile of that kind starts from. */
-static const struct {
-  const char *kind;
-  const char *default_base_url;
-} provider_kinds[] = {
-  { "ollama", KAGED_PROFILE_DEFAULT_OLLAMA_URL },
-  { "openai", KAGED_PROFILE_DEFAULT_OPENAI_URL },
-  { "anthropic", KAGED_PROFILE_DEFAULT_ANTHROPIC_URL },
-};
+/* One row per profile: its name, what it is, and whether it is the
+ * default. */
 
-static gboolean
-kind_to_position (GValue   *value,
-                  GVariant *variant,
-                  gpointer  user_data)
-{
-  const char *kind = g_variant_get_string (variant, NULL);
-
-  for (guint i = 0; i < G_N_ELEMENTS (provider_kinds); i++)
-    {
-      if (g_str_equal (kind, provider_kinds[i].kind))
-        {
-          g_value_set_uint (value, i);
-          return TRUE;
-        }
-    }
-
-  return FALSE;
-}
-
-static GVariant *
-position_to_kind (const GValue       *value,
-                  const GVariantType *expected_type,
-                  gpointer            user_data)
-{
-  guint position = g_value_get_uint (value);
-
-  if (position >= G_N_ELEMENTS (provider_kinds))
-    return NULL;
-
-  return g_variant_new_string (provider_kinds[position].kind);
-}
-
-/* The spend limit's period, in the order of the combo row. */
-static const char * const spend_periods[] = { "none", "daily", "monthly" };
-
-static gboolean
-period_to_position (GValue   *value,
-                    GVariant *variant,
-                    gpointer  user_data)
-{
-  const char *period = g_variant_get_string (variant, NULL);
-
-  for (guint i = 0; i < G_N_ELEMENTS (spend_periods); i++)
-    {
-      if (g_str_equal (period, spend_periods[i]))
-        {
-          g_value_set_uint (value, i);
-          return TRUE;
-        }
-    }
-
-  return FALSE;
-}
-
-static GVariant *
-position_to_period (const GValue       *value,
-                    const GVariantType *expected_type,
-                    gpointer            user_data)
-{
-  guint position = g_value_get_uint (value);
-
-  if (position >= G_N_ELEMENTS (spend_periods))
-    return NULL;
-
-  return g_variant_new_string (spend_periods[position]);
-}
-
-static gboolean
-is_default_base_url (const char *url)
-{
-  for (guint i = 0; i < G_N_ELEMENTS (provider_kinds); i++)
-    {
-      if (g_strcmp0 (url, provider_kinds[i].default_base_url) == 0)
-        return TRUE;
-    }
-
-  return FALSE;
-}
-
-/* Switching the kind moves an untouched base URL along to the new kind's
- * usual address; an address the user typed is kept. */
 static void
-kaged_preferences_window_kind_changed (KagedPreferencesWindow *self,
-                                       const char             *key,
-                                       GSettings              *settings)
+update_profile_row (AdwActionRow *row)
 {
-  g_autofree char *kind = g_settings_get_string (settings, "provider-kind");
-  g_autofree char *base_url = g_settings_get_string (settings, "provider-base-url");
+  KagedProfile *profile = g_object_get_data (G_OBJECT (row), "kaged-profile");
+  KagedProfiles *profiles = g_object_get_data (G_OBJECT (row), "kaged-profiles");
+  GtkWidget *default_label = g_object_get_data (G_OBJECT (row), "kaged-default-label");
+  const char *model = kaged_profile_get_model (profile);
+  g_autofree char *subtitle = NULL;
 
-  if (base_url[0] != '\0' && !is_default_base_url (base_url))
+  if (model != NULL && model[0] != '\0')
+    /* Translators: a provider kind, then the profile's default model */
+    subtitle = g_strdup_printf (_("%s · %s"),
+                                kaged_provider_kind_to_label (kaged_profile_get_kind (profile)),
+                                model);
+  else
+    subtitle = g_strdup (kaged_provider_kind_to_label (kaged_profile_get_kind (profile)));
+
+  adw_action_row_set_subtitle (row, subtitle);
+  gtk_widget_set_visible (default_label, kaged_profiles_get_default (profiles) == profile);
+}
+
+static gboolean
+name_to_title (GBinding     *binding,
+               const GValue *from,
+               GValue       *to,
+               gpointer      user_data)
+{
+  const char *name = g_value_get_string (from);
+
+  g_value_set_string (to, name != NULL && name[0] != '\0' ? name : _("Unnamed Profile"));
+  return TRUE;
+}
+
+static void
+profile_row_activated_cb (AdwActionRow           *row,
+                          KagedPreferencesWindow *self)
+{
+  KagedProfile *profile = g_object_get_data (G_OBJECT (row), "kaged-profile");
+
+  kaged_preferences_window_show_profile (self, kaged_profile_get_id (profile));
+}
+
+static GtkWidget *
+create_profile_row (gpointer item,
+                    gpointer user_data)
+{
+  KagedPreferencesWindow *self = user_data;
+  KagedProfile *profile = item;
+  GtkWidget *row = adw_action_row_new ();
+  GtkWidget *default_label = gtk_label_new (_("Default"));
+  GtkWidget *arrow = gtk_image_new_from_icon_name ("go-next-symbolic");
+
+  gtk_widget_add_css_class (default_label, "dim-label");
+  gtk_widget_set_valign (default_label, GTK_ALIGN_CENTER);
+  adw_action_row_add_suffix (ADW_ACTION_ROW (row), default_label);
+  adw_action_row_add_suffix (ADW_ACTION_ROW (row), arrow);
+  gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), TRUE);
+
+  g_object_set_data_full (G_OBJECT (row), "kaged-profile", g_object_ref (profile), g_object_unref);
+  g_object_set_data_full (G_OBJECT (row), "kaged-profiles", g_object_ref (self->profiles),
+                          g_object_unref);
+  g_object_set_data (G_OBJECT (row), "kaged-default-label", default_label);
+
+  g_object_bind_property_full (profile, "name", row, "title", G_BINDING_SYNC_CREATE,
+                               name_to_title, NULL, NULL, NULL);
+  g_signal_connect_object (profile, "notify", G_CALLBACK (update_profile_row), row,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->profiles, "notify::default-profile",
+                           G_CALLBACK (update_profile_row), row, G_CONNECT_SWAPPED);
+  g_signal_connect_object (row, "activated", G_CALLBACK (profile_row_activated_cb), self, 0);
+  update_profile_row (ADW_ACTION_ROW (row));
+
+  return row;
+}
+
+static void
+set_profiles (KagedPreferencesWindow *self,
+              KagedProfiles          *profiles,
+              KagedKeyring           *keyring)
+{
+  g_set_object (&self->keyring, keyring);
+
+  if (self->profiles == profiles)
     return;
 
-  for (guint i = 0; i < G_N_ELEMENTS (provider_kinds); i++)
-    {
-      if (g_str_equal (kind, provider_kinds[i].kind) &&
-          g_strcmp0 (base_url, provider_kinds[i].default_base_url) != 0)
-        {
-          g_settings_set_string (settings, "provider-base-url",
-                                 provider_kinds[i].default_base_url);
-          break;
-        }
-    }
+  /* A subpage shows a profile of the list that is going away. */
+  adw_preferences_window_close_subpage (ADW_PREFERENCES_WINDOW (self));
+
+  g_set_object (&self->profiles, profiles);
+  gtk_list_box_bind_model (self->profile_list, G_LIST_MODEL (profiles),
+                           create_profile_row, self, NULL);
+}
+
+static void
+add_profile_action (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (widget);
+  g_autoptr(KagedProfile) profile = NULL;
+
+  profile = kaged_profile_new (_("New Profile"), KAGED_PROVIDER_KIND_OLLAMA,
+                               KAGED_PROFILE_DEFAULT_OLLAMA_URL, "llama3.2");
+  kaged_profiles_add (self->profiles, profile);
+  kaged_preferences_window_show_profile (self, kaged_profile_get_id (profile));
 }
 
 /* Where the API listens, or why it could not be switched on. */
@@ -193,6 +184,8 @@ kaged_preferences_window_finalize (GObject *object)
   KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (object);
 
   g_clear_object (&self->core);
+  g_clear_object (&self->keyring);
+  g_clear_object (&self->profiles);
   g_clear_object (&self->settings);
 
   G_OBJECT_CLASS (kaged_preferences_window_parent_class)->finalize (object);
@@ -203,6 +196,8 @@ kaged_preferences_window_dispose (GObject *object)
 {
   KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (object);
 
+  if (self->profile_list != NULL)
+    gtk_list_box_bind_model (self->profile_list, NULL, NULL, NULL, NULL);
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_PREFERENCES_WINDOW);
 
   G_OBJECT_CLASS (kaged_preferences_window_parent_class)->dispose (object);
@@ -219,18 +214,14 @@ kaged_preferences_window_class_init (KagedPreferencesWindowClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                APPLICATION_PATH "/kaged-preferences-window.ui");
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, kind_row);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, base_url_row);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, model_row);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_key_env_row);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, input_price_button);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, output_price_button);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, spend_period_row);
-  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, spend_limit_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, profile_list);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_group);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_enabled_switch);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_port_button);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_status_row);
+
+  gtk_widget_class_install_action (widget_class, "preferences.add-profile", NULL,
+                                   add_profile_action);
 
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_w, GDK_CONTROL_MASK,
                                        "window.close", NULL);
@@ -246,42 +237,12 @@ kaged_preferences_window_init (KagedPreferencesWindow *self)
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
 
-  g_settings_bind_with_mapping (self->settings, "provider-kind",
-                                self->kind_row, "selected",
-                                G_SETTINGS_BIND_DEFAULT,
-                                kind_to_position, position_to_kind,
-                                NULL, NULL);
-  g_settings_bind (self->settings, "provider-base-url",
-                   self->base_url_row, "text",
-                   G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "provider-model",
-                   self->model_row, "text",
-                   G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "provider-api-key-env",
-                   self->api_key_env_row, "text",
-                   G_SETTINGS_BIND_DEFAULT);
+  /* The profiles of the settings, until a core hands its own. */
+  {
+    g_autoptr(KagedProfiles) profiles = kaged_profiles_new (self->settings);
 
-  g_signal_connect_object (self->settings, "changed::provider-kind",
-                           G_CALLBACK (kaged_preferences_window_kind_changed),
-                           self, G_CONNECT_SWAPPED);
-
-  g_settings_bind (self->settings, "provider-input-price",
-                   gtk_spin_button_get_adjustment (self->input_price_button), "value",
-                   G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind (self->settings, "provider-output-price",
-                   gtk_spin_button_get_adjustment (self->output_price_button), "value",
-                   G_SETTINGS_BIND_DEFAULT);
-  g_settings_bind_with_mapping (self->settings, "spend-limit-period",
-                                self->spend_period_row, "selected",
-                                G_SETTINGS_BIND_DEFAULT,
-                                period_to_position, position_to_period,
-                                NULL, NULL);
-  g_settings_bind (self->settings, "spend-limit",
-                   gtk_spin_button_get_adjustment (self->spend_limit_button), "value",
-                   G_SETTINGS_BIND_DEFAULT);
-  g_object_bind_property (self->spend_period_row, "selected",
-                          self->spend_limit_button, "sensitive",
-                          G_BINDING_SYNC_CREATE);
+    set_profiles (self, profiles, NULL);
+  }
 
   g_settings_bind (self->settings, "api-enabled",
                    self->api_enabled_switch, "active",
@@ -319,8 +280,9 @@ kaged_preferences_window_new (GtkWindow *transient_for)
  * @self: a #KagedPreferencesWindow
  * @core: (nullable): the running core
  *
- * Shows where the local HTTP API of @core listens, or why it could not be
- * switched on, and follows it while the window is open.
+ * Shows the profiles of @core (whose keys are in its keyring), where its
+ * local HTTP API listens, or why it could not be switched on, and follows
+ * them while the window is open.
  */
 void
 kaged_preferences_window_set_core (KagedPreferencesWindow *self,
@@ -337,6 +299,9 @@ kaged_preferences_window_set_core (KagedPreferencesWindow *self,
 
   g_set_object (&self->core, core);
 
+  if (core != NULL && kaged_core_get_profiles (core) != NULL)
+    set_profiles (self, kaged_core_get_profiles (core), kaged_core_get_keyring (core));
+
   if (core != NULL)
     {
       g_signal_connect_object (core, "notify::api-url",
@@ -348,4 +313,31 @@ kaged_preferences_window_set_core (KagedPreferencesWindow *self,
     }
 
   kaged_preferences_window_update_api_status (self);
+}
+
+/**
+ * kaged_preferences_window_show_profile:
+ * @id: a profile's id
+ *
+ * Opens the page of the profile @id, where it is edited.
+ *
+ * Returns: %TRUE, or %FALSE when there is no such profile
+ */
+gboolean
+kaged_preferences_window_show_profile (KagedPreferencesWindow *self,
+                                       const char             *id)
+{
+  KagedProfile *profile;
+
+  g_return_val_if_fail (KAGED_IS_PREFERENCES_WINDOW (self), FALSE);
+
+  profile = kaged_profiles_lookup (self->profiles, id);
+  if (profile == NULL)
+    return FALSE;
+
+  adw_preferences_window_present_subpage (ADW_PREFERENCES_WINDOW (self),
+                                          GTK_WIDGET (kaged_profile_page_new (self->profiles,
+                                                                              profile,
+                                                                              self->keyring)));
+  return TRUE;
 }

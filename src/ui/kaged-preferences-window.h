@@ -19,5 +19,7 @@ G_DECLARE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, KAGED, P
 KagedPreferencesWindow *kaged_preferences_window_new          (GtkWindow              *transient_for);
 void                    kaged_preferences_window_set_core     (KagedPreferencesWindow *self,
                                                                KagedCore              *core);
+gboolean                kaged_preferences_window_show_profile (KagedPreferencesWindow *self,
+                                                               const char             *id);
 
 G_END_DECLS

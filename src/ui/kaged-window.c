@@ -584,6 +584,7 @@ kaged_window_disconnect_core (KagedWindow *self)
   kaged_window_finish_deletes (self);
   if (manager != NULL)
     g_signal_handlers_disconnect_by_data (manager, self);
+  g_signal_handlers_disconnect_by_data (self->core, self);
   if (self->session_list != NULL)
     g_signal_handlers_disconnect_by_data (self->session_list, self);
 
@@ -790,6 +791,9 @@ kaged_window_set_core (KagedWindow *self,
 
   g_signal_connect (manager, "session-changed", G_CALLBACK (session_changed_cb), self);
   g_signal_connect (manager, "run-changed", G_CALLBACK (run_changed_cb), self);
+  /* Whether a message can be sent follows the profile replies come from. */
+  g_signal_connect_object (core, "notify::profile", G_CALLBACK (update_composer), self,
+                           G_CONNECT_SWAPPED);
 
   self->session_list = kaged_session_list_new (manager);
   g_signal_connect_object (self->session_list, "items-changed",

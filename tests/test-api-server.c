@@ -1,0 +1,181 @@
+/* test-api-server.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+/*
+ * The in-process KagedApiServer, where a test needs to look inside: where
+ * it listens, and its event streams.
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include "kaged-api-fixture.h"
+
+static void
+test_listen_address (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  const char *refused[] = { "0.0.0.0", "::", "192.168.0.2", "8.8.8.8", "fe80::1",
+                            "::ffff:192.168.0.2" };
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) urls = NULL;
+
+  fixture_serve_in_process (fixture);
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      g_assert_false (kaged_api_server_listen_address (fixture->server, refused[i], 0, &error));
+      g_assert_error (error, KAGED_API_ERROR, KAGED_API_ERROR_NOT_LOOPBACK);
+      g_clear_error (&error);
+      g_assert_false (kaged_api_server_is_listening (fixture->server));
+    }
+
+  g_assert_false (kaged_api_server_listen_address (fixture->server, "not an address", 0, &error));
+  g_assert_error (error, KAGED_API_ERROR, KAGED_API_ERROR_INVALID_ADDRESS);
+  g_clear_error (&error);
+  g_assert_cmpuint (kaged_api_server_get_port (fixture->server), ==, 0);
+
+  g_assert_true (kaged_api_server_listen_address (fixture->server, "127.0.0.1", 0, &error));
+  g_assert_no_error (error);
+  fixture->port = kaged_api_server_get_port (fixture->server);
+  g_assert_cmpuint (fixture->port, >, 0);
+
+  urls = kaged_api_server_dup_urls (fixture->server);
+  g_assert_cmpuint (g_strv_length (urls), ==, 1);
+  g_assert_true (g_str_has_prefix (urls[0], "http://127.0.0.1:"));
+
+  create_session (fixture, "In process");
+
+  kaged_api_server_stop (fixture->server);
+  g_assert_cmpuint (kaged_api_server_get_port (fixture->server), ==, 0);
+  g_assert_false (kaged_api_server_is_listening (fixture->server));
+}
+
+static void
+test_listen_loopback_only (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) urls = NULL;
+
+  fixture_serve_in_process (fixture);
+
+  g_assert_true (kaged_api_server_listen (fixture->server, 0, &error));
+  g_assert_no_error (error);
+  fixture->port = kaged_api_server_get_port (fixture->server);
+
+  urls = kaged_api_server_dup_urls (fixture->server);
+  g_assert_cmpuint (g_strv_length (urls), >=, 1);
+  for (guint i = 0; urls[i] != NULL; i++)
+    {
+      g_autoptr(GUri) uri = g_uri_parse (urls[i], G_URI_FLAGS_NONE, NULL);
+      g_autoptr(GInetAddress) address = NULL;
+      g_autofree char *host = NULL;
+
+      g_assert_nonnull (uri);
+      host = g_strdup (g_uri_get_host (uri));
+      address = g_inet_address_new_from_string (host);
+      g_assert_nonnull (address);
+      g_assert_true (g_inet_address_get_is_loopback (address));
+      g_assert_cmpint (g_uri_get_port (uri), ==, fixture->port);
+    }
+
+  /* The port is taken: a second server on it fails cleanly. */
+  {
+    g_autoptr(KagedApiServer) second = kaged_api_server_new (fixture->core, fixture->token);
+
+    g_assert_false (kaged_api_server_listen (second, fixture->port, &error));
+    g_assert_nonnull (error);
+    g_clear_error (&error);
+  }
+
+  create_session (fixture, "Loopback");
+}
+
+static gboolean
+has_comments (gpointer data)
+{
+  EventClient *client = data;
+
+  return client->n_comments >= client->wanted_comments;
+}
+
+static gboolean
+no_streams (gpointer data)
+{
+  Fixture *fixture = data;
+
+  return kaged_api_server_get_n_event_streams (fixture->server) == 0;
+}
+
+static void
+test_event_stream_keepalive_and_cleanup (Fixture       *fixture,
+                                         gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  EventClient *client;
+  gint64 session_id;
+  guint comments;
+
+  fixture_serve_in_process (fixture);
+  kaged_api_server_set_keepalive_interval (fixture->server, 30);
+  kaged_api_server_set_max_body_size (fixture->server, 256);
+  g_assert_true (kaged_api_server_listen (fixture->server, 0, &error));
+  g_assert_no_error (error);
+  fixture->port = kaged_api_server_get_port (fixture->server);
+
+  session_id = create_session (fixture, "Streams");
+  client = open_events (fixture, session_id);
+  g_assert_cmpuint (kaged_api_server_get_n_event_streams (fixture->server), ==, 1);
+
+  /* Keep-alive comments arrive while nothing happens. */
+  comments = client->n_comments;
+  client->wanted_comments = comments + 2;
+  wait_until (has_comments, client);
+  g_assert_cmpuint (client->events->len, ==, 0);
+
+  /* The body limit is the server's to set. */
+  {
+    g_autoptr(Response) response = NULL;
+    g_autofree char *path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages",
+                                             session_id);
+    g_autofree char *body = g_strdup_printf ("{\"content\": \"%0300d\"}", 7);
+
+    response = request (fixture, "POST", path, body);
+    assert_error (response, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "payload_too_large");
+  }
+
+  /* The client goes away: the server lets go of the stream. */
+  event_client_free (client);
+  soup_session_abort (fixture->http);
+  wait_until (no_streams, fixture);
+
+  /* Stopping ends the streams still open. */
+  client = open_events (fixture, session_id);
+  g_assert_cmpuint (kaged_api_server_get_n_event_streams (fixture->server), ==, 1);
+  kaged_api_server_stop (fixture->server);
+  g_assert_cmpuint (kaged_api_server_get_n_event_streams (fixture->server), ==, 0);
+  {
+    EventClient *watched = client;
+
+    while (!watched->ended)
+      g_main_context_iteration (NULL, TRUE);
+  }
+  event_client_free (client);
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  kaged_api_test_init (&argc, &argv);
+
+  KAGED_API_TEST_ADD ("server/listen-address", test_listen_address);
+  KAGED_API_TEST_ADD ("server/listen-loopback-only", test_listen_loopback_only);
+  KAGED_API_TEST_ADD ("server/event-streams", test_event_stream_keepalive_and_cleanup);
+
+  return g_test_run ();
+}

@@ -229,6 +229,57 @@ check_migrated_retry (KagedStore *store)
   g_assert_cmpint (retry->seen_run_id, ==, 9);
 }
 
+/* What version 6 added: a migrated conversation follows the default
+ * profile, its runs name none, and both can be set. */
+static void
+check_migrated_settings (KagedStore *store)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *profile_id = NULL;
+  g_autofree char *model = NULL;
+  g_autofree char *system_prompt = NULL;
+  g_autofree char *profile_name = NULL;
+  g_auto(GStrv) models = NULL;
+  const char * const listed[] = { "llama3.2:3b", "qwen3:8b", NULL };
+
+  g_assert_true (kaged_store_get_session_settings (store, 1, &profile_id, &model, &system_prompt, &error));
+  g_assert_no_error (error);
+  g_assert_null (profile_id);
+  g_assert_null (model);
+  g_assert_null (system_prompt);
+
+  g_assert_true (kaged_store_set_session_settings (store, 1, "work", "qwen3:8b", "Answer briefly.", &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_get_session_settings (store, 1, &profile_id, &model, &system_prompt, &error));
+  g_assert_cmpstr (profile_id, ==, "work");
+  g_assert_cmpstr (model, ==, "qwen3:8b");
+  g_assert_cmpstr (system_prompt, ==, "Answer briefly.");
+  g_clear_pointer (&profile_id, g_free);
+  g_clear_pointer (&model, g_free);
+
+  g_assert_true (kaged_store_get_run_model (store, 2, &profile_id, &profile_name, &model, &error));
+  g_assert_no_error (error);
+  g_assert_null (profile_id);
+  g_assert_null (model);
+  g_assert_true (kaged_store_set_run_model (store, 2, "work", "Work", "qwen3:8b", &error));
+  g_assert_true (kaged_store_get_run_model (store, 2, &profile_id, &profile_name, &model, &error));
+  g_assert_cmpstr (profile_name, ==, "Work");
+  g_assert_cmpstr (model, ==, "qwen3:8b");
+
+  g_assert_false (kaged_store_get_session_settings (store, 999, NULL, NULL, NULL, &error));
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
+  models = kaged_store_get_profile_models (store, "work", NULL, &error);
+  g_assert_no_error (error);
+  g_assert_null (models);
+  g_assert_true (kaged_store_set_profile_models (store, "work", listed, &error));
+  models = kaged_store_get_profile_models (store, "work", NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (g_strv_length (models), ==, 2);
+  g_assert_cmpstr (models[1], ==, "qwen3:8b");
+}
+
 static void
 test_migrations (Fixture       *fixture,
                  gconstpointer  user_data)
@@ -268,6 +319,7 @@ test_migrations (Fixture       *fixture,
       store = kaged_store_open_with_clock (db_path, fixture->clock, &error);
       g_assert_no_error (error);
       check_migrated_rows (store);
+      check_migrated_settings (store);
       if (version >= 3)
         check_migrated_retry (store);
       if (version >= 2)

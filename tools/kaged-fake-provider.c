@@ -38,10 +38,14 @@ main (int   argc,
   g_autoptr(GError) error = NULL;
   g_autofree char *scenario = NULL;
   g_autofree char *url = NULL;
+  g_autofree char *models = NULL;
+  g_autofree char *key_env = NULL;
   int port = 0;
   const GOptionEntry entries[] = {
     { "port", 'p', 0, G_OPTION_ARG_INT, &port, "Port to listen on, 0 for any free one (default 0)", "N" },
     { "scenario", 's', 0, G_OPTION_ARG_FILENAME, &scenario, "Scenario file (JSON, see below)", "FILE" },
+    { "models", 'm', 0, G_OPTION_ARG_STRING, &models, "Serve model lists: GET /v1/models (OpenAI-compatible, or Anthropic with anthropic-version) and GET /api/tags (Ollama) list these comma-separated names", "NAMES" },
+    { "api-key-env", 0, 0, G_OPTION_ARG_STRING, &key_env, "With --models, answer model lists 401 unless they carry the key in this environment variable", "VAR" },
     { NULL }
   };
 
@@ -70,6 +74,25 @@ main (int   argc,
     {
       g_printerr ("%s\n", error->message);
       return EXIT_FAILURE;
+    }
+
+  if (models != NULL)
+    {
+      g_auto(GStrv) names = g_strsplit (models, ",", -1);
+
+      kaged_fake_server_set_models (server, (const char * const *)names);
+    }
+
+  if (key_env != NULL)
+    {
+      const char *key = g_getenv (key_env);
+
+      if (key == NULL || key[0] == '\0')
+        {
+          g_printerr ("The environment variable %s is not set\n", key_env);
+          return EXIT_FAILURE;
+        }
+      kaged_fake_server_set_api_key (server, key);
     }
 
   url = kaged_fake_server_get_url (server);

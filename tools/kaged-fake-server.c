@@ -30,6 +30,7 @@
 
 #include <libsoup/soup.h>
 
+#include "kaged-fake-models.h"
 #include "kaged-fake-server-private.h"
 
 typedef struct
@@ -60,6 +61,9 @@ struct _KagedFakeServer
   GHashTable  *client_ports;  /* the client ports requests came from */
 
   GPtrArray   *jobs;          /* Job, owned */
+
+  char       **models;        /* what the model lists list */
+  char        *api_key;       /* what model lists ask for, or NULL */
 };
 
 G_DEFINE_FINAL_TYPE (KagedFakeServer, kaged_fake_server, G_TYPE_OBJECT)
@@ -710,6 +714,15 @@ server_callback (SoupServer        *server,
 
   g_debug ("%s %s (request %u)", request->method, path, self->requests->len);
 
+  /* Chats are POSTs: with models set, a GET is a model list, unless a
+   * scenario names its path. */
+  if (self->models != NULL && g_str_equal (request->method, "GET") &&
+      g_hash_table_lookup (self->path_queues, path) == NULL)
+    {
+      kaged_fake_models_handle (msg, path, (const char * const *)self->models, self->api_key);
+      return;
+    }
+
   if (!(step = next_step (self, path)))
     {
       set_error_response (msg, queue_for_path (self, path)->steps->len == 0 ? SOUP_STATUS_NOT_FOUND
@@ -790,6 +803,8 @@ kaged_fake_server_finalize (GObject *object)
   g_clear_pointer (&self->path_counts, g_hash_table_unref);
   g_clear_pointer (&self->client_ports, g_hash_table_unref);
   g_clear_pointer (&self->refusals, g_array_unref);
+  g_clear_pointer (&self->models, g_strfreev);
+  g_clear_pointer (&self->api_key, g_free);
 
   G_OBJECT_CLASS (kaged_fake_server_parent_class)->finalize (object);
 }
@@ -1189,4 +1204,37 @@ kaged_fake_server_get_refusals (KagedFakeServer *self,
 
   *n_refusals = self->refusals->len / 2;
   return (const gint64 *)(gpointer)self->refusals->data;
+}
+
+/**
+ * kaged_fake_server_set_models:
+ * @models: (nullable): the model names the model lists give, or %NULL to
+ *   answer GET requests from the scenario like any other
+ *
+ * With models set, a GET that no scenario path names is answered by
+ * kaged-fake-models.c: a model list, a 401 without the key, or a 404.
+ */
+void
+kaged_fake_server_set_models (KagedFakeServer    *self,
+                              const char * const *models)
+{
+  g_return_if_fail (KAGED_IS_FAKE_SERVER (self));
+
+  g_strfreev (self->models);
+  self->models = models != NULL ? g_strdupv ((char **)models) : NULL;
+}
+
+/**
+ * kaged_fake_server_set_api_key:
+ * @api_key: (nullable): the key a model list request must carry, or %NULL
+ *   to list models for anyone
+ */
+void
+kaged_fake_server_set_api_key (KagedFakeServer *self,
+                               const char      *api_key)
+{
+  g_return_if_fail (KAGED_IS_FAKE_SERVER (self));
+
+  g_free (self->api_key);
+  self->api_key = g_strdup (api_key);
 }

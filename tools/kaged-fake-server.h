@@ -68,5 +68,9 @@ gint64           kaged_fake_server_get_request_time      (KagedFakeServer  *self
 const gint64    *kaged_fake_server_get_refusals          (KagedFakeServer  *self,
                                                           guint            *n_refusals);
 char            *kaged_fake_server_dup_stats             (KagedFakeServer  *self);
+void             kaged_fake_server_set_models            (KagedFakeServer    *self,
+                                                          const char * const *models);
+void             kaged_fake_server_set_api_key           (KagedFakeServer  *self,
+                                                          const char       *api_key);
 
 G_END_DECLS

@@ -93,6 +93,10 @@ kaged_api_respond_engine_error (SoupServerMessage *msg,
           kaged_api_respond_error (msg, SOUP_STATUS_CONFLICT, "run_finished", error->message);
           return;
 
+        case KAGED_ENGINE_ERROR_UNKNOWN_PROFILE:
+          kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "unknown_profile", error->message);
+          return;
+
         case KAGED_ENGINE_ERROR_STORE:
         default:
           break;

@@ -16,7 +16,9 @@
 #include <glib/gi18n.h>
 
 #include "kaged-api-server-private.h"
+#include "kaged-api-settings.h"
 #include "kaged-api-wire.h"
+#include "kaged-core-settings.h"
 
 /* Pages of messages hold at most this many. */
 #define MAX_PAGE_SIZE      1000
@@ -200,20 +202,21 @@ create_session (KagedApiRequest *request)
   g_autoptr(GError) error = NULL;
   g_autofree char *location = NULL;
   const char *title = NULL;
+  KagedApiSettings settings;
 
-  if (!kaged_api_read_string_member (request->msg, request->body, "title", TRUE, &title))
+  if (!kaged_api_read_string_member (request->msg, request->body, "title", TRUE, &title) ||
+      !kaged_api_settings_read (request->msg, request->body, &settings))
     return;
 
-  session = kaged_core_create_session (request->self->core, title, &error);
+  session = kaged_core_create_session_full (request->self->core, title, settings.profile,
+                                            settings.model, settings.system_prompt, &error);
   if (session == NULL)
     {
       respond_error (request, error);
       return;
     }
 
-  builder = json_builder_new ();
-  kaged_api_wire_add_session (builder, session);
-  respond (request, SOUP_STATUS_CREATED, builder);
+  kaged_api_respond_session (request->self, request->msg, session, SOUP_STATUS_CREATED);
 
   location = g_strdup_printf (KAGED_API_PREFIX "sessions/%" G_GINT64_FORMAT,
                               kaged_session_get_id (session));
@@ -224,10 +227,13 @@ create_session (KagedApiRequest *request)
 static void
 get_session (KagedApiRequest *request)
 {
-  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  kaged_api_respond_session (request->self, request->msg, request->session, SOUP_STATUS_OK);
+}
 
-  kaged_api_wire_add_session (builder, request->session);
-  respond (request, SOUP_STATUS_OK, builder);
+static void
+patch_session (KagedApiRequest *request)
+{
+  kaged_api_patch_session (request->self, request->msg, request->session, request->body);
 }
 
 /* The messages from the conversation's list, a page from the first after
@@ -468,6 +474,7 @@ static const Route routes[] = {
   { KAGED_API_ROUTE_SESSIONS,     "GET",  REQUEST_NONE,          list_sessions },
   { KAGED_API_ROUTE_SESSIONS,     "POST", REQUEST_OPTIONAL_BODY, create_session },
   { KAGED_API_ROUTE_SESSION,      "GET",  REQUEST_SESSION,       get_session },
+  { KAGED_API_ROUTE_SESSION,      "PATCH", REQUEST_SESSION | REQUEST_BODY, patch_session },
   { KAGED_API_ROUTE_MESSAGES,     "GET",  REQUEST_SESSION,       list_messages },
   { KAGED_API_ROUTE_MESSAGES,     "POST", REQUEST_BODY,          post_message },
   { KAGED_API_ROUTE_REGENERATE,   "POST", REQUEST_OPTIONAL_BODY, regenerate },

@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 
 #include "kaged-core.h"
+#include "kaged-core-settings.h"
 #include "kaged-http.h"
 
 struct _KagedCore
@@ -317,6 +318,7 @@ kaged_core_new (KagedStore      *store,
     self->keyring = kaged_secret_keyring_new ();
   self->resolver = kaged_resolver_new (kaged_http_get_default_session (), self->keyring);
   self->manager = kaged_session_manager_new (store, self->clock);
+  _kaged_core_settings_init (self);
 
   if ((flags & KAGED_CORE_FLAGS_AUTO_RETRY) != 0)
     {

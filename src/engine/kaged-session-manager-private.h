@@ -37,6 +37,14 @@ struct _KagedSessionManager
   gsize                 max_content;
   char                 *system_prompt;
 
+  /* The profiles conversations may name, by id */
+  KagedProfileLookupFunc lookup_profile;
+  gpointer              lookup_data;
+  GDestroyNotify        lookup_destroy;
+  /* Providers of conversations that ask for another profile or model than
+   * the default's, by _kaged_run_state_choose_profile()'s key */
+  GHashTable           *providers;
+
   /* gint64 session id → KagedSessionEntry */
   GHashTable           *sessions;
   /* KagedRunState whose provider call is to start, oldest first, and the idle
@@ -69,6 +77,10 @@ struct _KagedRunState
   GString             *text;      /* the whole reply so far */
   GString             *pending;   /* text not yet announced */
   GPtrArray           *context;   /* KagedMessage sent to the model */
+  KagedProfile        *profile;   /* the profile, with the model, it uses */
+  char                *profile_id; /* the conversation's profile, NULL for the default */
+  char                *system_prompt;
+  char                *provider_key; /* NULL: the default profile's provider */
   gulong               delta_id;
   gulong               attempt_id;
   GSource             *delta_source;
@@ -136,6 +148,8 @@ void               _kaged_run_state_call (KagedRunState       *state,
                                           GAsyncReadyCallback  done,
                                           gpointer             data);
 void               _kaged_run_state_open_chat (KagedRunState *state);
+gboolean           _kaged_run_state_choose_profile (KagedRunState  *state,
+                                                    GError        **error);
 void               _kaged_run_state_compact (KagedRunState *state);
 KagedRunState     *_kaged_run_state_new (KagedSessionManager *self,
                                          KagedSessionEntry   *session,

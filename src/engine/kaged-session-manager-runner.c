@@ -44,6 +44,10 @@ _kaged_run_state_free (KagedRunState *state)
   g_clear_object (&state->run);
   g_clear_object (&state->message);
   g_clear_pointer (&state->context, g_ptr_array_unref);
+  g_clear_object (&state->profile);
+  g_clear_pointer (&state->profile_id, g_free);
+  g_clear_pointer (&state->system_prompt, g_free);
+  g_clear_pointer (&state->provider_key, g_free);
   g_clear_object (&state->manager);
   if (state->text != NULL)
     g_string_free (state->text, TRUE);
@@ -247,6 +251,13 @@ save_run_and_message (KagedStore  *store,
   KagedRunState *state = user_data;
 
   if (state->message != NULL && !kaged_store_update_message (store, state->message, error))
+    return FALSE;
+
+  /* The profile and model it went through, once it chose them. */
+  if (state->profile != NULL &&
+      !kaged_store_set_run_model (store, kaged_run_get_id (state->run), state->profile_id,
+                                  kaged_profile_get_name (state->profile),
+                                  kaged_profile_get_model (state->profile), error))
     return FALSE;
 
   return kaged_store_update_run (store, state->run, error);
@@ -493,7 +504,7 @@ _kaged_run_state_open_chat (KagedRunState *state)
       g_clear_object (&state->chat);
     }
 
-  state->chat = kaged_chat_new (state->context, state->manager->system_prompt);
+  state->chat = kaged_chat_new (state->context, state->system_prompt);
   _kaged_run_state_call (state, state->chat,
                          G_CALLBACK (chat_delta_cb), &state->delta_id,
                          G_CALLBACK (_kaged_run_state_attempt_cb), &state->attempt_id,
@@ -526,7 +537,10 @@ resolved_cb (GObject      *object,
 
   /* Later runs reuse it, unless the profile changed meanwhile. */
   self = state->manager;
-  if (self->provider == NULL && self->resolving == self->profile)
+  if (state->provider_key != NULL)
+    g_hash_table_replace (self->providers, g_strdup (state->provider_key),
+                          g_object_ref (state->provider));
+  else if (self->provider == NULL && self->resolving == self->profile)
     self->provider = g_object_ref (state->provider);
 
   _kaged_run_state_open_chat (state);
@@ -547,8 +561,14 @@ run_state_start (KagedRunState *state)
       return;
     }
 
+  if (!_kaged_run_state_choose_profile (state, &error))
+    {
+      _kaged_run_state_finish (state, error);
+      return;
+    }
+
   /* The limit and prices are those of the profile the run goes through. */
-  kaged_spend_limit_init_from_profile (&spend, self->profile);
+  kaged_spend_limit_init_from_profile (&spend, state->profile);
   if (!kaged_spend_limit_check (&spend, self->store, now_ms (self), &error))
     {
       _kaged_run_state_finish (state, error);
@@ -562,7 +582,18 @@ run_state_start (KagedRunState *state)
       return;
     }
 
-  if (self->provider != NULL)
+  if (state->provider_key != NULL)
+    {
+      KagedProvider *provider = g_hash_table_lookup (self->providers, state->provider_key);
+
+      if (provider != NULL)
+        {
+          state->provider = g_object_ref (provider);
+          _kaged_run_state_open_chat (state);
+          return;
+        }
+    }
+  else if (self->provider != NULL)
     {
       state->provider = g_object_ref (self->provider);
       _kaged_run_state_open_chat (state);
@@ -570,9 +601,10 @@ run_state_start (KagedRunState *state)
     }
 
   /* The resolver wraps every provider in the Tier 1 retry. */
-  self->resolving = self->profile;
+  if (state->provider_key == NULL)
+    self->resolving = self->profile;
   state->call_pending = TRUE;
-  kaged_resolver_resolve_async (self->resolver, self->profile, state->cancellable,
+  kaged_resolver_resolve_async (self->resolver, state->profile, state->cancellable,
                                 resolved_cb, state);
 }
 

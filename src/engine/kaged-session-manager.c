@@ -174,6 +174,10 @@ kaged_session_manager_finalize (GObject *object)
   g_clear_object (&self->store);
   g_clear_object (&self->clock);
   g_clear_pointer (&self->system_prompt, g_free);
+  g_clear_pointer (&self->providers, g_hash_table_unref);
+  if (self->lookup_destroy != NULL)
+    self->lookup_destroy (self->lookup_data);
+  self->lookup_destroy = NULL;
 
   G_OBJECT_CLASS (kaged_session_manager_parent_class)->finalize (object);
 }
@@ -339,6 +343,7 @@ kaged_session_manager_init (KagedSessionManager *self)
   self->detached = g_ptr_array_new_with_free_func ((GDestroyNotify)_kaged_run_state_free);
   g_queue_init (&self->starting);
   self->max_content = KAGED_ENGINE_DEFAULT_MAX_CONTENT;
+  self->providers = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
 }
 
 /* ---------------------------------------------------------------------------
@@ -431,6 +436,7 @@ kaged_session_manager_set_model (KagedSessionManager *self,
   g_set_object (&self->resolver, resolver);
   g_set_object (&self->profile, profile);
   g_clear_object (&self->provider);
+  g_hash_table_remove_all (self->providers);
   self->resolving = NULL;
 }
 

@@ -41,9 +41,20 @@ typedef enum
   KAGED_ENGINE_ERROR_INVALID_ANCHOR,
   KAGED_ENGINE_ERROR_RUN_FINISHED,
   KAGED_ENGINE_ERROR_STORE,
+  KAGED_ENGINE_ERROR_UNKNOWN_PROFILE,
 } KagedEngineError;
 
+/**
+ * KagedProfileLookupFunc:
+ * @profile_id: a profile's id
+ *
+ * Returns: (transfer none) (nullable): the profile of that id, or %NULL
+ */
+typedef KagedProfile *(*KagedProfileLookupFunc) (const char *profile_id,
+                                                 gpointer    user_data);
+
 #define KAGED_ENGINE_DEFAULT_MAX_CONTENT (1024 * 1024)
+#define KAGED_ENGINE_MAX_MODEL_NAME      1024
 
 #define KAGED_TYPE_SESSION_MANAGER (kaged_session_manager_get_type ())
 
@@ -124,5 +135,28 @@ KagedRun            *kaged_session_manager_get_latest_run   (KagedSessionManager
 gboolean             kaged_session_manager_is_busy          (KagedSessionManager  *self,
                                                              gint64                session_id);
 void                 kaged_session_manager_shutdown         (KagedSessionManager  *self);
+
+void                 kaged_session_manager_set_profile_lookup   (KagedSessionManager    *self,
+                                                                 KagedProfileLookupFunc  lookup,
+                                                                 gpointer                user_data,
+                                                                 GDestroyNotify          destroy);
+gboolean             kaged_session_manager_get_session_settings (KagedSessionManager    *self,
+                                                                 gint64                  session_id,
+                                                                 char                  **profile_id,
+                                                                 char                  **model,
+                                                                 char                  **system_prompt,
+                                                                 GError                **error);
+gboolean             kaged_session_manager_set_session_settings (KagedSessionManager    *self,
+                                                                 gint64                  session_id,
+                                                                 const char             *profile_id,
+                                                                 const char             *model,
+                                                                 const char             *system_prompt,
+                                                                 GError                **error);
+gboolean             kaged_session_manager_get_run_model        (KagedSessionManager    *self,
+                                                                 gint64                  run_id,
+                                                                 char                  **profile_id,
+                                                                 char                  **profile_name,
+                                                                 char                  **model,
+                                                                 GError                **error);
 
 G_END_DECLS

@@ -564,3 +564,81 @@ kaged_resolver_resolve_finish (KagedResolver  *self,
 
   return g_task_propagate_pointer (G_TASK (result), error);
 }
+
+static void
+key_lookup_cb (GObject      *object,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  g_autoptr(GTask) task = user_data;
+  g_autoptr(GError) error = NULL;
+  char *key;
+
+  key = kaged_keyring_lookup_finish (KAGED_KEYRING (object), result, &error);
+
+  if (g_task_return_error_if_cancelled (task))
+    {
+      kaged_keyring_free_key (key);
+      return;
+    }
+  if (error != NULL)
+    g_debug ("The keyring could not be asked: %s", error->message);
+
+  g_task_return_pointer (task, key, (GDestroyNotify)kaged_keyring_free_key);
+}
+
+/**
+ * kaged_resolver_lookup_key_async:
+ *
+ * Finds the API key of @profile the way a run does: the environment
+ * variable the profile names, then the keyring (in a worker thread).
+ */
+void
+kaged_resolver_lookup_key_async (KagedResolver       *self,
+                                 KagedProfile        *profile,
+                                 GCancellable        *cancellable,
+                                 GAsyncReadyCallback  callback,
+                                 gpointer             user_data)
+{
+  g_autoptr(GTask) task = NULL;
+  char *key;
+
+  g_return_if_fail (KAGED_IS_RESOLVER (self));
+  g_return_if_fail (KAGED_IS_PROFILE (profile));
+  g_return_if_fail (!cancellable || G_IS_CANCELLABLE (cancellable));
+
+  task = g_task_new (self, cancellable, callback, user_data);
+  g_task_set_source_tag (task, kaged_resolver_lookup_key_async);
+
+  if (g_task_return_error_if_cancelled (task))
+    return;
+
+  key = key_from_env (profile);
+  if (key == NULL && wants_keyring (profile))
+    {
+      kaged_keyring_lookup_async (self->keyring, kaged_profile_get_key_id (profile),
+                                  cancellable, key_lookup_cb, g_steal_pointer (&task));
+      return;
+    }
+
+  g_task_return_pointer (task, key, (GDestroyNotify)kaged_keyring_free_key);
+}
+
+/**
+ * kaged_resolver_lookup_key_finish:
+ *
+ * Returns: (transfer full) (nullable): the key, to be released with
+ *   kaged_keyring_free_key(), or %NULL when there is none (not an error)
+ *   or with %G_IO_ERROR_CANCELLED
+ */
+char *
+kaged_resolver_lookup_key_finish (KagedResolver  *self,
+                                  GAsyncResult   *result,
+                                  GError        **error)
+{
+  g_return_val_if_fail (KAGED_IS_RESOLVER (self), NULL);
+  g_return_val_if_fail (g_task_is_valid (result, self), NULL);
+  g_return_val_if_fail (g_task_get_source_tag (G_TASK (result)) == kaged_resolver_lookup_key_async, NULL);
+
+  return g_task_propagate_pointer (G_TASK (result), error);
+}

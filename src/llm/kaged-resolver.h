@@ -41,5 +41,13 @@ void           kaged_resolver_resolve_async  (KagedResolver        *self,
 KagedProvider *kaged_resolver_resolve_finish (KagedResolver        *self,
                                               GAsyncResult         *result,
                                               GError              **error);
+void           kaged_resolver_lookup_key_async  (KagedResolver        *self,
+                                                 KagedProfile         *profile,
+                                                 GCancellable         *cancellable,
+                                                 GAsyncReadyCallback   callback,
+                                                 gpointer              user_data);
+char          *kaged_resolver_lookup_key_finish (KagedResolver        *self,
+                                                 GAsyncResult         *result,
+                                                 GError              **error);
 
 G_END_DECLS

@@ -77,6 +77,13 @@ typedef enum
   STMT_RETRY_CLEAR,
   STMT_RETRY_LIST,
 
+  STMT_SESSION_SETTINGS_GET,
+  STMT_SESSION_SETTINGS_SET,
+  STMT_RUN_MODEL_GET,
+  STMT_RUN_MODEL_SET,
+  STMT_PROFILE_MODELS_GET,
+  STMT_PROFILE_MODELS_SET,
+
   N_STMTS
 } StmtId;
 
@@ -214,6 +221,7 @@ gboolean        _kaged_store_read_version (KagedStore  *self,
                                            gint64      *version,
                                            GError     **error);
 extern const char _kaged_store_schema_v5[];
+extern const char _kaged_store_schema_v6[];
 
 gboolean        _kaged_store_migrate (KagedStore  *self,
                                       gint64       version,

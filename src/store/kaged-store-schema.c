@@ -182,7 +182,9 @@ static const char schema_v4[] =
   "  AND r.anchor_id = retry_states.anchor_id;\n";
 
 /* Version 5: the search index, in kaged-store-search.c. */
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 5);
+/* Version 6: per-conversation profile, model and system prompt, the model
+ * each run used, and the model lists of profiles, in kaged-store-settings.c. */
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 6);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -320,6 +322,11 @@ _kaged_store_migrate (KagedStore  *self,
 
     case 4:
       if (!migrate_step (self, 5, _kaged_store_schema_v5, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 5:
+      if (!migrate_step (self, 6, _kaged_store_schema_v6, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

@@ -196,6 +196,19 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "DELETE FROM retry_states WHERE session_id = ?1",
   [STMT_RETRY_LIST] =
     "SELECT " RETRY_STATE_COLUMNS "FROM retry_states ORDER BY session_id",
+  [STMT_SESSION_SETTINGS_GET] =
+    "SELECT profile_id, model, system_prompt FROM sessions WHERE id = ?1",
+  [STMT_SESSION_SETTINGS_SET] =
+    "UPDATE sessions SET profile_id = ?2, model = ?3, system_prompt = ?4 WHERE id = ?1",
+  [STMT_RUN_MODEL_GET] =
+    "SELECT profile_id, profile_name, model FROM runs WHERE id = ?1",
+  [STMT_RUN_MODEL_SET] =
+    "UPDATE runs SET profile_id = ?2, profile_name = ?3, model = ?4 WHERE id = ?1",
+  [STMT_PROFILE_MODELS_GET] =
+    "SELECT models, fetched_at FROM profile_models WHERE profile_id = ?1",
+  [STMT_PROFILE_MODELS_SET] =
+    "INSERT INTO profile_models (profile_id, models, fetched_at) VALUES (?1, ?2, ?3) "
+    "ON CONFLICT (profile_id) DO UPDATE SET models = ?2, fetched_at = ?3",
 };
 
 void

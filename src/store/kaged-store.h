@@ -45,7 +45,7 @@ typedef enum
  *
  * The newest schema this build reads and writes (`PRAGMA user_version`).
  */
-#define KAGED_STORE_SCHEMA_VERSION 5
+#define KAGED_STORE_SCHEMA_VERSION 6
 
 #define KAGED_TYPE_STORE_RETRY_STATE (kaged_store_retry_state_get_type ())
 
@@ -281,6 +281,39 @@ gboolean              kaged_store_clear_retry_state    (KagedStore              
                                                         gint64                      session_id,
                                                         GError                    **error);
 GPtrArray            *kaged_store_list_retry_states    (KagedStore                 *self,
+                                                        GError                    **error);
+
+gboolean              kaged_store_get_session_settings (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        char                      **profile_id,
+                                                        char                      **model,
+                                                        char                      **system_prompt,
+                                                        GError                    **error);
+gboolean              kaged_store_set_session_settings (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        const char                 *profile_id,
+                                                        const char                 *model,
+                                                        const char                 *system_prompt,
+                                                        GError                    **error);
+gboolean              kaged_store_get_run_model        (KagedStore                 *self,
+                                                        gint64                      run_id,
+                                                        char                      **profile_id,
+                                                        char                      **profile_name,
+                                                        char                      **model,
+                                                        GError                    **error);
+gboolean              kaged_store_set_run_model        (KagedStore                 *self,
+                                                        gint64                      run_id,
+                                                        const char                 *profile_id,
+                                                        const char                 *profile_name,
+                                                        const char                 *model,
+                                                        GError                    **error);
+char                **kaged_store_get_profile_models   (KagedStore                 *self,
+                                                        const char                 *profile_id,
+                                                        gint64                     *fetched_at,
+                                                        GError                    **error);
+gboolean              kaged_store_set_profile_models   (KagedStore                 *self,
+                                                        const char                 *profile_id,
+                                                        const char * const         *models,
                                                         GError                    **error);
 
 G_END_DECLS

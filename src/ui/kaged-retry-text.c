@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-models.h"
 #include "kaged-retry-class.h"
 #include "kaged-retry-text.h"
 
@@ -249,4 +250,42 @@ kaged_retry_dup_scheduled_label (KagedRetryScheduler *scheduler,
   now = kaged_clock_get_wall_ms (kaged_retry_scheduler_get_clock (scheduler));
 
   return kaged_retry_format_retry_after (next, now, g_strcmp0 (format, "12h") == 0);
+}
+
+/**
+ * kaged_retry_describe_connection:
+ * @result: what a profile's Test Connection found
+ *
+ * Returns: (transfer full): the result for people: "Connected — 12 models
+ *   available", "The provider rejected the API key (HTTP 401)", "Nothing
+ *   answers at this address (HTTP 404) — check the base URL"
+ */
+char *
+kaged_retry_describe_connection (KagedConnectionResult *result)
+{
+  KagedRetryClass retry_class;
+  guint http_status;
+
+  g_return_val_if_fail (KAGED_IS_CONNECTION_RESULT (result), NULL);
+
+  if (kaged_connection_result_get_ok (result))
+    {
+      const char * const *models = kaged_connection_result_get_models (result);
+      guint n = models != NULL ? g_strv_length ((char **)models) : 0;
+
+      if (n == 0)
+        return g_strdup (_("Connected — the server lists no models; type one in"));
+      /* Translators: a successful connection test */
+      return g_strdup_printf (g_dngettext (GETTEXT_PACKAGE, "Connected — %u model available",
+                                           "Connected — %u models available", n), n);
+    }
+
+  retry_class = kaged_connection_result_get_retry_class (result);
+  http_status = kaged_connection_result_get_http_status (result);
+
+  if (retry_class == KAGED_RETRY_CLASS_INVALID_REQUEST && http_status == 404)
+    /* Translators: Test Connection found no API at the profile's base URL */
+    return g_strdup (_("Nothing answers at this address (HTTP 404) — check the base URL"));
+
+  return kaged_retry_describe_reason (retry_class, http_status, 0);
 }

@@ -7,6 +7,7 @@
 
 #include <gio/gio.h>
 
+#include "kaged-models.h"
 #include "kaged-retry-scheduler.h"
 
 G_BEGIN_DECLS
@@ -27,5 +28,6 @@ char       *kaged_retry_dup_reason               (KagedRetryScheduler *scheduler
 char       *kaged_retry_dup_scheduled_label      (KagedRetryScheduler *scheduler,
                                                   GSettings           *interface_settings);
 GSettings  *kaged_retry_new_interface_settings   (void);
+char       *kaged_retry_describe_connection      (KagedConnectionResult *result);
 
 G_END_DECLS

@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-conversation.h"
+#include "kaged-core-settings.h"
 #include "kaged-message-row.h"
 #include "kaged-window-private.h"
 
@@ -343,7 +344,8 @@ message_bind_cb (GtkSignalListItemFactory *factory,
     {
       g_autoptr(GListModel) versions = list_versions (self, message);
       g_autoptr(KagedRun) run = NULL;
-      KagedProfile *profile = kaged_core_get_profile (self->core);
+      g_autofree char *run_profile = NULL;
+      g_autofree char *run_model = NULL;
 
       if (kaged_message_get_run_id (message) > 0)
         run = kaged_session_manager_get_run (kaged_window_get_manager (self),
@@ -351,10 +353,34 @@ message_bind_cb (GtkSignalListItemFactory *factory,
                                              kaged_message_get_run_id (message), NULL);
       kaged_message_row_set_versions (row, versions);
       kaged_message_row_set_run (row, run);
-      if (profile != NULL)
+
+      /* The profile and model the run went through, once it recorded them. */
+      if (run != NULL)
+        kaged_core_get_run_model (self->core, kaged_run_get_id (run), NULL, &run_profile,
+                                  &run_model, NULL);
+      if (run_model != NULL)
         {
-          kaged_message_row_set_provider_name (row, kaged_profile_get_name (profile));
-          kaged_message_row_set_model_name (row, kaged_profile_get_model (profile));
+          kaged_message_row_set_provider_name (row, run_profile);
+          kaged_message_row_set_model_name (row, run_model);
+        }
+      else if (run != NULL && (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING ||
+                               kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED))
+        {
+          /* Still going: it records them when it ends; until then, what
+           * the conversation asks for is what it uses. */
+          g_autoptr(KagedProfile) going = NULL;
+          g_autofree char *going_model = NULL;
+
+          going = kaged_core_dup_session_profile (self->core, kaged_message_get_session_id (message),
+                                                  &going_model);
+          kaged_message_row_set_provider_name (row, going != NULL ? kaged_profile_get_name (going) : NULL);
+          kaged_message_row_set_model_name (row, going_model);
+        }
+      else
+        {
+          /* A run from before runs recorded them, or one that never started. */
+          kaged_message_row_set_provider_name (row, NULL);
+          kaged_message_row_set_model_name (row, NULL);
         }
     }
 }

@@ -9,6 +9,7 @@
 
 #include "kaged-composer.h"
 #include "kaged-core.h"
+#include "kaged-model-chooser.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-window.h"
@@ -47,6 +48,7 @@ struct _KagedWindow
   GtkListBox           *results_view;
   AdwHeaderBar         *header_bar;
   AdwWindowTitle       *conversation_title;
+  KagedModelChooser    *model_chooser;
   GtkMenuButton        *primary_menu_button;
   GtkStack             *content_stack;
   AdwStatusPage        *empty_page;

@@ -237,6 +237,7 @@ kaged_window_show_session (KagedWindow *self,
   if (self->session_id > 0 && kaged_window_get_manager (self) != NULL)
     conversation = kaged_window_open_conversation (self, self->session_id);
   set_conversation (self, conversation);
+  kaged_model_chooser_set_session (self->model_chooser, self->session_id);
 
   self->follow_end = TRUE;
   gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
@@ -632,6 +633,7 @@ kaged_window_class_init (KagedWindowClass *klass)
 
   g_type_ensure (KAGED_TYPE_RETRY_BANNER);
   g_type_ensure (KAGED_TYPE_COMPOSER);
+  g_type_ensure (KAGED_TYPE_MODEL_CHOOSER);
 
   object_class->dispose = kaged_window_dispose;
   object_class->finalize = kaged_window_finalize;
@@ -650,6 +652,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, results_view);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, header_bar);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, conversation_title);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, model_chooser);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, primary_menu_button);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, content_stack);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, empty_page);
@@ -779,6 +782,7 @@ kaged_window_set_core (KagedWindow *self,
 
   kaged_window_disconnect_core (self);
   self->session_id = 0;
+  kaged_model_chooser_set_core (self->model_chooser, core);
 
   if (core == NULL)
     {

@@ -1,0 +1,586 @@
+/* kaged-model-chooser.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#define G_LOG_DOMAIN "kaged-model-chooser"
+
+#include "config.h"
+
+#include <glib/gi18n.h>
+
+#include "kaged-core-settings.h"
+#include "kaged-model-chooser.h"
+#include "kaged-retry-text.h"
+
+/**
+ * KagedModelChooser:
+ *
+ * The conversation's profile, model and system prompt, in the header: a
+ * button that reads "Profile · model" and opens a popover with the
+ * profiles, the models last listed for the one chosen (with *Refresh
+ * Models*), a free-text model for servers that cannot list theirs, and
+ * the conversation's system prompt. Every change goes through the engine
+ * (kaged_core_set_session_settings()) and is kept with the conversation.
+ */
+struct _KagedModelChooser
+{
+  GtkWidget       parent_instance;
+
+  KagedCore      *core;
+  GListModel     *profiles;
+  GCancellable   *refresh_cancellable;
+  gulong          session_changed_id;
+  gulong          profile_changed_id;
+  gint64          session_id;
+
+  /* The conversation's settings, NULL for the defaults */
+  char           *profile_id;
+  char           *model;
+  char           *system_prompt;
+
+  /* Template children */
+  GtkMenuButton  *menu_button;
+  GtkLabel       *button_label;
+  GtkPopover     *popover;
+  GtkDropDown    *profile_dropdown;
+  GtkButton      *refresh_button;
+  GtkListBox     *models_list;
+  GtkLabel       *status_label;
+  GtkEntry       *model_entry;
+  GtkTextView    *prompt_view;
+  GtkButton      *save_prompt_button;
+};
+
+G_DEFINE_FINAL_TYPE (KagedModelChooser, kaged_model_chooser, GTK_TYPE_WIDGET)
+
+/* ---------------------------------------------------------------------------
+ * Profiles
+ * ------------------------------------------------------------------------- */
+
+/* A profile that was never saved (given on the command line) has no id:
+ * its models are kept under "". */
+static const char *
+profile_id_of (KagedProfile *profile)
+{
+  const char *id = kaged_profile_get_id (profile);
+
+  return id != NULL ? id : "";
+}
+
+/* The saved profiles; or, without settings, the one the core runs with. */
+static GListModel *
+dup_profiles (KagedCore *core)
+{
+  KagedProfiles *profiles = kaged_core_get_profiles (core);
+  GListStore *store;
+
+  if (profiles != NULL)
+    return g_object_ref (G_LIST_MODEL (profiles));
+
+  store = g_list_store_new (KAGED_TYPE_PROFILE);
+  if (kaged_core_get_profile (core) != NULL)
+    g_list_store_append (store, kaged_core_get_profile (core));
+
+  return G_LIST_MODEL (store);
+}
+
+static KagedProfile *
+default_profile (KagedModelChooser *self)
+{
+  return self->core != NULL ? kaged_core_get_profile (self->core) : NULL;
+}
+
+/* (transfer none) The profile of @profile_id, or the default. */
+static KagedProfile *
+find_profile (KagedModelChooser *self,
+              const char        *profile_id)
+{
+  guint n = self->profiles != NULL ? g_list_model_get_n_items (self->profiles) : 0;
+
+  for (guint i = 0; profile_id != NULL && i < n; i++)
+    {
+      g_autoptr(KagedProfile) profile = g_list_model_get_item (self->profiles, i);
+
+      if (g_strcmp0 (profile_id_of (profile), profile_id) == 0)
+        return profile;
+    }
+
+  return default_profile (self);
+}
+
+static KagedProfile *
+selected_profile (KagedModelChooser *self)
+{
+  return gtk_drop_down_get_selected_item (self->profile_dropdown);
+}
+
+/* ---------------------------------------------------------------------------
+ * Showing
+ * ------------------------------------------------------------------------- */
+
+static void
+show_status (KagedModelChooser *self,
+             const char        *text)
+{
+  gtk_label_set_label (self->status_label, text != NULL ? text : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->status_label), text != NULL);
+}
+
+static void
+update_label (KagedModelChooser *self)
+{
+  KagedProfile *profile = find_profile (self, self->profile_id);
+  g_autofree char *label = NULL;
+  const char *model;
+
+  if (profile == NULL || self->session_id <= 0)
+    {
+      gtk_label_set_label (self->button_label, _("Default Model"));
+      gtk_widget_set_sensitive (GTK_WIDGET (self->menu_button), FALSE);
+      return;
+    }
+
+  model = self->model != NULL ? self->model : kaged_profile_get_model (profile);
+  /* Translators: the conversation's provider profile and model, e.g. "Work · gpt-4o" */
+  label = g_strdup_printf (_("%s · %s"), kaged_profile_get_name (profile),
+                           model != NULL ? model : "");
+  gtk_label_set_label (self->button_label, label);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->menu_button), TRUE);
+}
+
+static void
+reload (KagedModelChooser *self)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_clear_pointer (&self->profile_id, g_free);
+  g_clear_pointer (&self->model, g_free);
+  g_clear_pointer (&self->system_prompt, g_free);
+
+  if (self->core != NULL && self->session_id > 0 &&
+      !kaged_core_get_session_settings (self->core, self->session_id, &self->profile_id,
+                                        &self->model, &self->system_prompt, &error))
+    g_debug ("The settings of conversation %" G_GINT64_FORMAT " could not be read: %s",
+             self->session_id, error->message);
+
+  update_label (self);
+}
+
+static GtkWidget *
+new_model_row (const char *label,
+               const char *model,
+               gboolean    current)
+{
+  GtkWidget *row = gtk_list_box_row_new ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  GtkWidget *text = gtk_label_new (label);
+  GtkWidget *check = gtk_image_new_from_icon_name ("object-select-symbolic");
+
+  gtk_label_set_xalign (GTK_LABEL (text), 0);
+  gtk_label_set_ellipsize (GTK_LABEL (text), PANGO_ELLIPSIZE_MIDDLE);
+  gtk_widget_set_hexpand (text, TRUE);
+  gtk_widget_set_opacity (check, current ? 1 : 0);
+  gtk_widget_set_margin_start (box, 6);
+  gtk_widget_set_margin_end (box, 6);
+  gtk_widget_set_margin_top (box, 6);
+  gtk_widget_set_margin_bottom (box, 6);
+  gtk_box_append (GTK_BOX (box), text);
+  gtk_box_append (GTK_BOX (box), check);
+  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (row),
+                                  GTK_ACCESSIBLE_PROPERTY_LABEL, label,
+                                  -1);
+  if (current)
+    gtk_accessible_update_state (GTK_ACCESSIBLE (row),
+                                 GTK_ACCESSIBLE_STATE_SELECTED, TRUE,
+                                 -1);
+  g_object_set_data_full (G_OBJECT (row), "kaged-model", g_strdup (model), g_free);
+
+  return row;
+}
+
+/* The models of the chosen profile: its own first, then those it listed. */
+static void
+fill_models (KagedModelChooser *self,
+             const char * const *models)
+{
+  KagedProfile *profile = selected_profile (self);
+  KagedProfile *current = find_profile (self, self->profile_id);
+  const char *own;
+  g_autofree char *own_label = NULL;
+  gboolean is_current_profile;
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->models_list))) != NULL)
+    gtk_list_box_remove (self->models_list, child);
+
+  if (profile == NULL)
+    return;
+
+  is_current_profile = profile == current;
+  own = kaged_profile_get_model (profile);
+  /* Translators: the profile's own model, e.g. "llama3.2 (profile default)" */
+  own_label = g_strdup_printf (_("%s (profile default)"), own != NULL ? own : "");
+  gtk_list_box_append (self->models_list,
+                       new_model_row (own_label, NULL,
+                                      is_current_profile &&
+                                      (self->model == NULL || g_strcmp0 (self->model, own) == 0)));
+
+  for (guint i = 0; models != NULL && models[i] != NULL; i++)
+    {
+      if (g_strcmp0 (models[i], own) == 0)
+        continue;
+      gtk_list_box_append (self->models_list,
+                           new_model_row (models[i], models[i],
+                                          is_current_profile && g_strcmp0 (self->model, models[i]) == 0));
+    }
+}
+
+static void refresh_models (KagedModelChooser *self);
+
+static void
+show_cached_models (KagedModelChooser *self,
+                    gboolean           refresh_if_none)
+{
+  KagedProfile *profile = selected_profile (self);
+  g_auto(GStrv) models = NULL;
+
+  if (profile == NULL || self->core == NULL)
+    {
+      fill_models (self, NULL);
+      return;
+    }
+
+  models = kaged_core_dup_cached_models (self->core, profile_id_of (profile));
+  fill_models (self, (const char * const *)models);
+
+  if (models == NULL && refresh_if_none)
+    refresh_models (self);
+}
+
+/* ---------------------------------------------------------------------------
+ * Changing
+ * ------------------------------------------------------------------------- */
+
+static gboolean
+apply (KagedModelChooser *self,
+       KagedProfile      *profile,
+       const char        *model,
+       const char        *system_prompt)
+{
+  g_autoptr(GError) error = NULL;
+  const char *profile_id = NULL;
+
+  if (self->core == NULL || self->session_id <= 0 || profile == NULL)
+    return FALSE;
+
+  /* The default profile is followed, not named, and so is a profile's own model. */
+  if (profile != default_profile (self))
+    profile_id = kaged_profile_get_id (profile);
+  if (model != NULL && (model[0] == '\0' || g_strcmp0 (model, kaged_profile_get_model (profile)) == 0))
+    model = NULL;
+
+  if (!kaged_core_set_session_settings (self->core, self->session_id, profile_id, model,
+                                        system_prompt, &error))
+    {
+      show_status (self, error->message);
+      return FALSE;
+    }
+
+  reload (self);
+  return TRUE;
+}
+
+static void
+model_activated_cb (KagedModelChooser *self,
+                    GtkListBoxRow     *row)
+{
+  const char *model = g_object_get_data (G_OBJECT (row), "kaged-model");
+
+  if (apply (self, selected_profile (self), model, self->system_prompt))
+    gtk_popover_popdown (self->popover);
+}
+
+static void
+model_entry_activate_cb (KagedModelChooser *self)
+{
+  g_autofree char *model = g_strstrip (g_strdup (gtk_editable_get_text (GTK_EDITABLE (self->model_entry))));
+
+  if (model[0] == '\0')
+    return;
+
+  if (apply (self, selected_profile (self), model, self->system_prompt))
+    {
+      gtk_editable_set_text (GTK_EDITABLE (self->model_entry), "");
+      gtk_popover_popdown (self->popover);
+    }
+}
+
+static void
+save_prompt_clicked_cb (KagedModelChooser *self)
+{
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer (self->prompt_view);
+  g_autofree char *text = NULL;
+  g_autofree char *model = g_strdup (self->model);
+  GtkTextIter start, end;
+
+  gtk_text_buffer_get_bounds (buffer, &start, &end);
+  text = gtk_text_buffer_get_text (buffer, &start, &end, FALSE);
+  g_strstrip (text);
+
+  if (apply (self, find_profile (self, self->profile_id), model, text))
+    show_status (self, text[0] != '\0' ? _("The system prompt is saved") : _("No system prompt"));
+}
+
+static void
+profile_selected_cb (KagedModelChooser *self)
+{
+  /* Models are listed for people looking at them, not for a model set. */
+  if (!gtk_widget_get_visible (GTK_WIDGET (self->popover)))
+    return;
+
+  show_status (self, NULL);
+  show_cached_models (self, TRUE);
+}
+
+static void
+refresh_cb (GObject      *object,
+            GAsyncResult *result,
+            gpointer      user_data)
+{
+  g_autoptr(KagedModelChooser) self = user_data;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) models = NULL;
+
+  models = kaged_core_refresh_models_finish (KAGED_CORE (object), result, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;
+
+  gtk_widget_set_sensitive (GTK_WIDGET (self->refresh_button), TRUE);
+
+  if (models == NULL)
+    {
+      g_autofree char *reason = NULL;
+      g_autofree char *text = NULL;
+
+      reason = kaged_retry_describe_reason (kaged_provider_error_get_retry_class (error),
+                                            kaged_provider_error_get_http_status (error), 0);
+      /* Translators: why the models could not be listed, e.g. "The API key was
+       * refused (HTTP 401). Type a model name below." */
+      text = g_strdup_printf (_("%s. Type a model name below."), reason);
+      show_status (self, text);
+      return;
+    }
+
+  show_status (self, NULL);
+  fill_models (self, (const char * const *)models);
+}
+
+static void
+refresh_models (KagedModelChooser *self)
+{
+  KagedProfile *profile = selected_profile (self);
+
+  if (profile == NULL || self->core == NULL)
+    return;
+
+  g_cancellable_cancel (self->refresh_cancellable);
+  g_clear_object (&self->refresh_cancellable);
+  self->refresh_cancellable = g_cancellable_new ();
+
+  gtk_widget_set_sensitive (GTK_WIDGET (self->refresh_button), FALSE);
+  show_status (self, _("Asking the server for its models…"));
+  kaged_core_refresh_models_async (self->core, profile, profile_id_of (profile),
+                                   self->refresh_cancellable, refresh_cb, g_object_ref (self));
+}
+
+static void
+refresh_clicked_cb (KagedModelChooser *self)
+{
+  refresh_models (self);
+}
+
+static void
+popover_visible_cb (KagedModelChooser *self)
+{
+  KagedProfile *current = find_profile (self, self->profile_id);
+  guint n = self->profiles != NULL ? g_list_model_get_n_items (self->profiles) : 0;
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer (self->prompt_view);
+
+  if (!gtk_widget_get_visible (GTK_WIDGET (self->popover)))
+    return;
+
+  show_status (self, NULL);
+  gtk_text_buffer_set_text (buffer, self->system_prompt != NULL ? self->system_prompt : "", -1);
+  gtk_editable_set_text (GTK_EDITABLE (self->model_entry), "");
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(KagedProfile) profile = g_list_model_get_item (self->profiles, i);
+
+      if (profile == current)
+        {
+          gtk_drop_down_set_selected (self->profile_dropdown, i);
+          break;
+        }
+    }
+
+  show_cached_models (self, TRUE);
+}
+
+static void
+session_changed_cb (KagedModelChooser *self,
+                    KagedSession      *session)
+{
+  if (kaged_session_get_id (session) == self->session_id)
+    reload (self);
+}
+
+/* ---------------------------------------------------------------------------
+ * GObject
+ * ------------------------------------------------------------------------- */
+
+static void
+disconnect_core (KagedModelChooser *self)
+{
+  g_cancellable_cancel (self->refresh_cancellable);
+  g_clear_object (&self->refresh_cancellable);
+
+  if (self->core != NULL)
+    {
+      g_clear_signal_handler (&self->session_changed_id, kaged_core_get_manager (self->core));
+      g_clear_signal_handler (&self->profile_changed_id, self->core);
+    }
+  g_clear_object (&self->core);
+  g_clear_object (&self->profiles);
+}
+
+static void
+kaged_model_chooser_dispose (GObject *object)
+{
+  KagedModelChooser *self = (KagedModelChooser *)object;
+
+  disconnect_core (self);
+  gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_MODEL_CHOOSER);
+
+  G_OBJECT_CLASS (kaged_model_chooser_parent_class)->dispose (object);
+}
+
+static void
+kaged_model_chooser_finalize (GObject *object)
+{
+  KagedModelChooser *self = (KagedModelChooser *)object;
+
+  g_clear_pointer (&self->profile_id, g_free);
+  g_clear_pointer (&self->model, g_free);
+  g_clear_pointer (&self->system_prompt, g_free);
+
+  G_OBJECT_CLASS (kaged_model_chooser_parent_class)->finalize (object);
+}
+
+static void
+kaged_model_chooser_class_init (KagedModelChooserClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = kaged_model_chooser_dispose;
+  object_class->finalize = kaged_model_chooser_finalize;
+
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/kaged/Kaged/kaged-model-chooser.ui");
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, menu_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, button_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, popover);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, profile_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, refresh_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, models_list);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, status_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, model_entry);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, prompt_view);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, save_prompt_button);
+  gtk_widget_class_bind_template_callback (widget_class, popover_visible_cb);
+  gtk_widget_class_bind_template_callback (widget_class, profile_selected_cb);
+  gtk_widget_class_bind_template_callback (widget_class, refresh_clicked_cb);
+  gtk_widget_class_bind_template_callback (widget_class, model_activated_cb);
+  gtk_widget_class_bind_template_callback (widget_class, model_entry_activate_cb);
+  gtk_widget_class_bind_template_callback (widget_class, save_prompt_clicked_cb);
+
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+}
+
+static void
+kaged_model_chooser_init (KagedModelChooser *self)
+{
+  g_autoptr(GtkExpression) name = NULL;
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  name = gtk_property_expression_new (KAGED_TYPE_PROFILE, NULL, "name");
+  gtk_drop_down_set_expression (self->profile_dropdown, name);
+
+  update_label (self);
+}
+
+GtkWidget *
+kaged_model_chooser_new (void)
+{
+  return g_object_new (KAGED_TYPE_MODEL_CHOOSER, NULL);
+}
+
+/**
+ * kaged_model_chooser_set_core:
+ * @core: (nullable): the engine
+ */
+void
+kaged_model_chooser_set_core (KagedModelChooser *self,
+                              KagedCore         *core)
+{
+  g_return_if_fail (KAGED_IS_MODEL_CHOOSER (self));
+  g_return_if_fail (!core || KAGED_IS_CORE (core));
+
+  disconnect_core (self);
+
+  if (core != NULL)
+    {
+      self->core = g_object_ref (core);
+      self->profiles = dup_profiles (core);
+      self->session_changed_id =
+        g_signal_connect_object (kaged_core_get_manager (core), "session-changed",
+                                 G_CALLBACK (session_changed_cb), self, G_CONNECT_SWAPPED);
+      /* Another default profile, or an edited one, reads at once. */
+      self->profile_changed_id =
+        g_signal_connect_object (core, "notify::profile",
+                                 G_CALLBACK (update_label), self, G_CONNECT_SWAPPED);
+    }
+
+  gtk_drop_down_set_model (self->profile_dropdown, self->profiles);
+  reload (self);
+}
+
+/**
+ * kaged_model_chooser_set_session:
+ * @session_id: the conversation, or 0 for none (a new one not yet started)
+ */
+void
+kaged_model_chooser_set_session (KagedModelChooser *self,
+                                 gint64             session_id)
+{
+  g_return_if_fail (KAGED_IS_MODEL_CHOOSER (self));
+
+  if (self->session_id == session_id)
+    return;
+
+  self->session_id = session_id;
+  gtk_popover_popdown (self->popover);
+  reload (self);
+}
+
+/* What the button reads, e.g. "Work · gpt-4o". */
+const char *
+kaged_model_chooser_get_label (KagedModelChooser *self)
+{
+  g_return_val_if_fail (KAGED_IS_MODEL_CHOOSER (self), NULL);
+
+  return gtk_label_get_label (self->button_label);
+}

@@ -1,0 +1,398 @@
+/* test-model-chooser.c: the conversation's model and system prompt,
+ * chosen in the header and kept through the engine
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#include "config.h"
+
+#include <string.h>
+
+#include <adwaita.h>
+#include <glib/gstdio.h>
+
+#include "kaged-core-settings.h"
+#include "kaged-fake-server.h"
+#include "kaged-keyring.h"
+#include "kaged-model-chooser.h"
+#include "kaged-retry-text.h"
+
+#define WAIT_SECONDS 15
+
+typedef struct
+{
+  char              *dir;
+  KagedFakeServer   *fake;
+  KagedCore         *core;
+  KagedModelChooser *chooser;
+  GtkWindow         *window;
+  gint64             session_id;
+} Fixture;
+
+static void
+iterate (void)
+{
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+}
+
+static gboolean
+timeout_cb (gpointer user_data)
+{
+  *(gboolean *)user_data = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+typedef gboolean (*Predicate) (Fixture *fixture, gconstpointer data);
+
+static gboolean
+wait_for (Fixture       *fixture,
+          Predicate      predicate,
+          gconstpointer  data)
+{
+  gboolean timed_out = FALSE;
+  guint id = g_timeout_add_seconds (WAIT_SECONDS, timeout_cb, &timed_out);
+
+  while (!predicate (fixture, data) && !timed_out)
+    g_main_context_iteration (NULL, TRUE);
+
+  if (!timed_out)
+    g_source_remove (id);
+  return !timed_out;
+}
+
+static gpointer
+child (Fixture    *fixture,
+       const char *name)
+{
+  GObject *object = gtk_widget_get_template_child (GTK_WIDGET (fixture->chooser),
+                                                   KAGED_TYPE_MODEL_CHOOSER, name);
+
+  g_assert_nonnull (object);
+  return object;
+}
+
+static void
+fixture_set_up (Fixture       *fixture,
+                gconstpointer  data)
+{
+  static const char * const models[] = { "fake-small", "fake-large", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedProfile) profile = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autofree char *db_path = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *base = NULL;
+
+  fixture->dir = g_dir_make_tmp (NULL, &error);
+  g_assert_no_error (error);
+  db_path = g_build_filename (fixture->dir, "kaged.db", NULL);
+
+  fixture->fake = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Bonjour\"}]", &error);
+  g_assert_no_error (error);
+  kaged_fake_server_set_models (fixture->fake, models);
+  if (data != NULL)
+    kaged_fake_server_set_api_key (fixture->fake, data);
+  kaged_fake_server_listen (fixture->fake, 0, &error);
+  g_assert_no_error (error);
+  url = kaged_fake_server_get_url (fixture->fake);
+  base = g_strconcat (url, "/v1", NULL);
+
+  fixture->core = kaged_core_open (db_path, keyring, KAGED_CORE_FLAGS_NONE, &error);
+  g_assert_no_error (error);
+  profile = kaged_profile_new ("Local", KAGED_PROVIDER_KIND_OPENAI, base, "test-model");
+  kaged_core_set_profile (fixture->core, profile);
+  kaged_core_start (fixture->core);
+
+  session = kaged_core_create_session (fixture->core, "Chooser", &error);
+  g_assert_no_error (error);
+  fixture->session_id = kaged_session_get_id (session);
+
+  fixture->chooser = KAGED_MODEL_CHOOSER (kaged_model_chooser_new ());
+  fixture->window = GTK_WINDOW (gtk_window_new ());
+  gtk_window_set_default_size (fixture->window, 480, 640);
+  gtk_window_set_child (fixture->window, GTK_WIDGET (fixture->chooser));
+  gtk_window_present (fixture->window);
+  kaged_model_chooser_set_core (fixture->chooser, fixture->core);
+  kaged_model_chooser_set_session (fixture->chooser, fixture->session_id);
+  iterate ();
+}
+
+static void
+fixture_tear_down (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  gtk_window_destroy (fixture->window);
+  iterate ();
+  kaged_core_shutdown (fixture->core);
+  g_clear_object (&fixture->core);
+  g_clear_object (&fixture->fake);
+
+  dir = g_dir_open (fixture->dir, 0, NULL);
+  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (fixture->dir, name, NULL);
+
+      g_unlink (path);
+    }
+  g_rmdir (fixture->dir);
+  g_clear_pointer (&fixture->dir, g_free);
+}
+
+static guint
+n_rows (Fixture *fixture)
+{
+  GtkWidget *list = child (fixture, "models_list");
+  guint n = 0;
+
+  for (GtkWidget *row = gtk_widget_get_first_child (list); row != NULL; row = gtk_widget_get_next_sibling (row))
+    n++;
+  return n;
+}
+
+static gboolean
+rows_at_least (Fixture       *fixture,
+               gconstpointer  data)
+{
+  return n_rows (fixture) >= GPOINTER_TO_UINT (data);
+}
+
+static gboolean
+status_shown (Fixture       *fixture,
+              gconstpointer  data)
+{
+  GtkLabel *status = child (fixture, "status_label");
+
+  return gtk_widget_get_visible (GTK_WIDGET (status)) &&
+         strstr (gtk_label_get_label (status), data) != NULL;
+}
+
+static GtkListBoxRow *
+row_for (Fixture    *fixture,
+         const char *model)
+{
+  GtkWidget *list = child (fixture, "models_list");
+
+  for (GtkWidget *row = gtk_widget_get_first_child (list); row != NULL; row = gtk_widget_get_next_sibling (row))
+    {
+      if (g_strcmp0 (g_object_get_data (G_OBJECT (row), "kaged-model"), model) == 0)
+        return GTK_LIST_BOX_ROW (row);
+    }
+
+  return NULL;
+}
+
+static void
+open_popover (Fixture *fixture)
+{
+  gtk_menu_button_popup (child (fixture, "menu_button"));
+  iterate ();
+  g_assert_true (gtk_widget_get_visible (child (fixture, "popover")));
+}
+
+static void
+assert_settings (Fixture    *fixture,
+                 const char *model,
+                 const char *system_prompt)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *got_profile = NULL;
+  g_autofree char *got_model = NULL;
+  g_autofree char *got_prompt = NULL;
+
+  g_assert_true (kaged_core_get_session_settings (fixture->core, fixture->session_id, &got_profile,
+                                                  &got_model, &got_prompt, &error));
+  g_assert_no_error (error);
+  g_assert_null (got_profile);
+  g_assert_cmpstr (got_model, ==, model);
+  g_assert_cmpstr (got_prompt, ==, system_prompt);
+}
+
+static gboolean
+run_done (Fixture       *fixture,
+          gconstpointer  data)
+{
+  g_autoptr(KagedRun) run = kaged_session_manager_get_run (kaged_core_get_manager (fixture->core),
+                                                           fixture->session_id,
+                                                           GPOINTER_TO_SIZE (data), NULL);
+
+  return run != NULL && kaged_run_get_status (run) == KAGED_RUN_STATUS_SUCCEEDED;
+}
+
+/* The chooser lists the server's models, sets one picked or typed and the
+ * system prompt, and the next reply is asked of that model with it. */
+static void
+test_choose (Fixture       *fixture,
+             gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(JsonNode) body = NULL;
+  GtkTextBuffer *buffer;
+  JsonObject *object;
+  JsonObject *first;
+  GBytes *bytes;
+  guint n;
+
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · test-model");
+  /* Nothing is asked of the server until someone looks. */
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->fake, NULL), ==, 0);
+
+  open_popover (fixture);
+  g_assert_true (wait_for (fixture, rows_at_least, GUINT_TO_POINTER (3)));
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->fake, "/v1/models"), ==, 1);
+  g_assert_nonnull (row_for (fixture, NULL));
+
+  g_signal_emit_by_name (child (fixture, "models_list"), "row-activated", row_for (fixture, "fake-small"));
+  iterate ();
+  assert_settings (fixture, "fake-small", NULL);
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · fake-small");
+  g_assert_false (gtk_widget_get_visible (child (fixture, "popover")));
+
+  /* The list was kept: opening again asks nothing. */
+  open_popover (fixture);
+  g_assert_cmpuint (n_rows (fixture), ==, 3);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->fake, "/v1/models"), ==, 1);
+
+  /* A model the server does not list, typed in. */
+  gtk_editable_set_text (child (fixture, "model_entry"), "custom-7b");
+  g_signal_emit_by_name (child (fixture, "model_entry"), "activate");
+  iterate ();
+  assert_settings (fixture, "custom-7b", NULL);
+
+  open_popover (fixture);
+  buffer = gtk_text_view_get_buffer (child (fixture, "prompt_view"));
+  gtk_text_buffer_set_text (buffer, "  Réponds en français.  ", -1);
+  g_signal_emit_by_name (child (fixture, "save_prompt_button"), "clicked");
+  iterate ();
+  assert_settings (fixture, "custom-7b", "Réponds en français.");
+
+  /* Back to the profile's own model, prompt kept. */
+  g_signal_emit_by_name (child (fixture, "models_list"), "row-activated", row_for (fixture, NULL));
+  iterate ();
+  assert_settings (fixture, NULL, "Réponds en français.");
+
+  open_popover (fixture);
+  gtk_editable_set_text (child (fixture, "model_entry"), "custom-7b");
+  g_signal_emit_by_name (child (fixture, "model_entry"), "activate");
+  iterate ();
+
+  receipt = kaged_core_post (fixture->core, fixture->session_id, "Bonjour ?", &error);
+  g_assert_no_error (error);
+  g_assert_true (wait_for (fixture, run_done, GSIZE_TO_POINTER (receipt->run_id)));
+
+  n = kaged_fake_server_get_n_requests (fixture->fake, NULL);
+  bytes = kaged_fake_server_get_request_body (fixture->fake, n - 1);
+  body = json_from_string (g_bytes_get_data (bytes, NULL), &error);
+  g_assert_no_error (error);
+  object = json_node_get_object (body);
+  g_assert_cmpstr (json_object_get_string_member (object, "model"), ==, "custom-7b");
+  first = json_array_get_object_element (json_object_get_array_member (object, "messages"), 0);
+  g_assert_cmpstr (json_object_get_string_member (first, "role"), ==, "system");
+  g_assert_cmpstr (json_object_get_string_member (first, "content"), ==, "Réponds en français.");
+}
+
+/* A server that refuses the list: said in words, free text still works. */
+static void
+test_refused (Fixture       *fixture,
+              gconstpointer  data)
+{
+  open_popover (fixture);
+  g_assert_true (wait_for (fixture, status_shown, "Type a model name"));
+  g_assert_cmpuint (n_rows (fixture), ==, 1);
+
+  gtk_editable_set_text (child (fixture, "model_entry"), "typed-model");
+  g_signal_emit_by_name (child (fixture, "model_entry"), "activate");
+  iterate ();
+  assert_settings (fixture, "typed-model", NULL);
+}
+
+static void
+result_cb (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  *(GAsyncResult **)user_data = g_object_ref (result);
+}
+
+static char *
+test_connection_words (KagedCore    *core,
+                       KagedProfile *profile,
+                       gboolean     *needs_preferences)
+{
+  g_autoptr(GAsyncResult) result = NULL;
+  g_autoptr(KagedConnectionResult) outcome = NULL;
+  g_autoptr(GError) error = NULL;
+
+  kaged_profile_test_connection_async (profile, kaged_core_get_resolver (core), NULL,
+                                       result_cb, &result);
+  while (result == NULL)
+    g_main_context_iteration (NULL, TRUE);
+  outcome = kaged_profile_test_connection_finish (profile, result, &error);
+  g_assert_no_error (error);
+  *needs_preferences = kaged_connection_result_needs_preferences (outcome);
+
+  return kaged_retry_describe_connection (outcome);
+}
+
+/* Test Connection, in the words Preferences show. */
+static void
+test_connection (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  KagedProfile *profile = kaged_core_get_profile (fixture->core);
+  g_autoptr(KagedProfile) wrong = kaged_profile_copy (profile);
+  g_autofree char *words = NULL;
+  g_autofree char *wrong_url = g_strconcat (kaged_profile_get_base_url (profile), "/nope", NULL);
+  gboolean needs_preferences = TRUE;
+
+  words = test_connection_words (fixture->core, profile, &needs_preferences);
+  if (data == NULL)
+    {
+      g_assert_cmpstr (words, ==, "Connected — 2 models available");
+      g_assert_false (needs_preferences);
+    }
+  else
+    {
+      g_assert_cmpstr (words, ==, "The provider rejected the API key (HTTP 401)");
+      g_assert_true (needs_preferences);
+    }
+
+  g_clear_pointer (&words, g_free);
+  kaged_profile_set_base_url (wrong, wrong_url);
+  words = test_connection_words (fixture->core, wrong, &needs_preferences);
+  g_assert_cmpstr (words, ==, "Nothing answers at this address (HTTP 404) — check the base URL");
+  g_assert_true (needs_preferences);
+}
+
+/* No conversation yet: nothing to choose for. */
+static void
+test_no_session (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  kaged_model_chooser_set_session (fixture->chooser, 0);
+  g_assert_false (gtk_widget_get_sensitive (child (fixture, "menu_button")));
+  kaged_model_chooser_set_session (fixture->chooser, fixture->session_id);
+  g_assert_true (gtk_widget_get_sensitive (child (fixture, "menu_button")));
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  gtk_disable_setlocale ();
+  g_test_init (&argc, &argv, NULL);
+  adw_init ();
+
+  g_test_add ("/model-chooser/choose", Fixture, NULL, fixture_set_up, test_choose, fixture_tear_down);
+  g_test_add ("/model-chooser/refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_refused, fixture_tear_down);
+  g_test_add ("/model-chooser/connection", Fixture, NULL, fixture_set_up, test_connection, fixture_tear_down);
+  g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
+  g_test_add ("/model-chooser/no-session", Fixture, NULL, fixture_set_up, test_no_session, fixture_tear_down);
+
+  return g_test_run ();
+}

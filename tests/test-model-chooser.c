@@ -369,15 +369,56 @@ test_connection (Fixture       *fixture,
   g_assert_true (needs_preferences);
 }
 
-/* No conversation yet: nothing to choose for. */
+/* A new conversation, before its first message: the choice waits for the
+ * conversation the message starts, and only for that one. */
 static void
-test_no_session (Fixture       *fixture,
-                 gconstpointer  data)
+test_new_conversation (Fixture       *fixture,
+                       gconstpointer  data)
 {
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedSession) started = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *model = NULL;
+  g_autofree char *prompt = NULL;
+  gint64 old_session = fixture->session_id;
+
+  /* The existing conversation has a reply: it is not new. */
+  receipt = kaged_core_post (fixture->core, old_session, "Hi", &error);
+  g_assert_no_error (error);
+  g_assert_true (wait_for (fixture, run_done, GSIZE_TO_POINTER (receipt->run_id)));
+
   kaged_model_chooser_set_session (fixture->chooser, 0);
-  g_assert_false (gtk_widget_get_sensitive (child (fixture, "menu_button")));
-  kaged_model_chooser_set_session (fixture->chooser, fixture->session_id);
   g_assert_true (gtk_widget_get_sensitive (child (fixture, "menu_button")));
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · test-model");
+
+  open_popover (fixture);
+  gtk_editable_set_text (child (fixture, "model_entry"), "first-choice");
+  g_signal_emit_by_name (child (fixture, "model_entry"), "activate");
+  iterate ();
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · first-choice");
+
+  /* Shown from the list instead: it keeps its own, and the choice is gone. */
+  kaged_model_chooser_set_session (fixture->chooser, old_session);
+  fixture->session_id = old_session;
+  assert_settings (fixture, NULL, NULL);
+  kaged_model_chooser_set_session (fixture->chooser, 0);
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · test-model");
+
+  open_popover (fixture);
+  gtk_editable_set_text (child (fixture, "model_entry"), "second-choice");
+  g_signal_emit_by_name (child (fixture, "model_entry"), "activate");
+  open_popover (fixture);
+  gtk_text_buffer_set_text (gtk_text_view_get_buffer (child (fixture, "prompt_view")), "Be brief.", -1);
+  g_signal_emit_by_name (child (fixture, "save_prompt_button"), "clicked");
+  iterate ();
+
+  /* The first message starts the conversation, which gets the choice. */
+  started = kaged_core_create_session (fixture->core, NULL, &error);
+  g_assert_no_error (error);
+  kaged_model_chooser_set_session (fixture->chooser, kaged_session_get_id (started));
+  fixture->session_id = kaged_session_get_id (started);
+  assert_settings (fixture, "second-choice", "Be brief.");
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · second-choice");
 }
 
 int
@@ -392,7 +433,7 @@ main (int   argc,
   g_test_add ("/model-chooser/refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_refused, fixture_tear_down);
   g_test_add ("/model-chooser/connection", Fixture, NULL, fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
-  g_test_add ("/model-chooser/no-session", Fixture, NULL, fixture_set_up, test_no_session, fixture_tear_down);
+  g_test_add ("/model-chooser/new-conversation", Fixture, NULL, fixture_set_up, test_new_conversation, fixture_tear_down);
 
   return g_test_run ();
 }

@@ -22,6 +22,8 @@
  * Models*), a free-text model for servers that cannot list theirs, and
  * the conversation's system prompt. Every change goes through the engine
  * (kaged_core_set_session_settings()) and is kept with the conversation.
+ * In a new conversation, not started yet, the choice waits for it: the
+ * conversation the window starts with the first message gets it.
  */
 struct _KagedModelChooser
 {
@@ -34,10 +36,12 @@ struct _KagedModelChooser
   gulong          profile_changed_id;
   gint64          session_id;
 
-  /* The conversation's settings, NULL for the defaults */
+  /* The conversation's settings, NULL for the defaults; for a new
+   * conversation (session 0), those chosen for it, kept until it starts */
   char           *profile_id;
   char           *model;
   char           *system_prompt;
+  guint           pending : 1;
 
   /* Template children */
   GtkMenuButton  *menu_button;
@@ -134,7 +138,7 @@ update_label (KagedModelChooser *self)
   g_autofree char *label = NULL;
   const char *model;
 
-  if (profile == NULL || self->session_id <= 0)
+  if (profile == NULL)
     {
       gtk_label_set_label (self->button_label, _("Default Model"));
       gtk_widget_set_sensitive (GTK_WIDGET (self->menu_button), FALSE);
@@ -153,6 +157,13 @@ static void
 reload (KagedModelChooser *self)
 {
   g_autoptr(GError) error = NULL;
+
+  /* A new conversation keeps what was chosen for it. */
+  if (self->session_id <= 0 && self->pending)
+    {
+      update_label (self);
+      return;
+    }
 
   g_clear_pointer (&self->profile_id, g_free);
   g_clear_pointer (&self->model, g_free);
@@ -272,7 +283,7 @@ apply (KagedModelChooser *self,
   g_autoptr(GError) error = NULL;
   const char *profile_id = NULL;
 
-  if (self->core == NULL || self->session_id <= 0 || profile == NULL)
+  if (self->core == NULL || profile == NULL)
     return FALSE;
 
   /* The default profile is followed, not named, and so is a profile's own model. */
@@ -280,6 +291,25 @@ apply (KagedModelChooser *self,
     profile_id = kaged_profile_get_id (profile);
   if (model != NULL && (model[0] == '\0' || g_strcmp0 (model, kaged_profile_get_model (profile)) == 0))
     model = NULL;
+  if (system_prompt != NULL && system_prompt[0] == '\0')
+    system_prompt = NULL;
+
+  if (self->session_id <= 0)
+    {
+      g_autofree char *new_profile_id = g_strdup (profile_id);
+      g_autofree char *new_model = g_strdup (model);
+      g_autofree char *new_prompt = g_strdup (system_prompt);
+
+      g_free (self->profile_id);
+      self->profile_id = g_steal_pointer (&new_profile_id);
+      g_free (self->model);
+      self->model = g_steal_pointer (&new_model);
+      g_free (self->system_prompt);
+      self->system_prompt = g_steal_pointer (&new_prompt);
+      self->pending = TRUE;
+      update_label (self);
+      return TRUE;
+    }
 
   if (!kaged_core_set_session_settings (self->core, self->session_id, profile_id, model,
                                         system_prompt, &error))
@@ -540,6 +570,7 @@ kaged_model_chooser_set_core (KagedModelChooser *self,
   g_return_if_fail (!core || KAGED_IS_CORE (core));
 
   disconnect_core (self);
+  self->pending = FALSE;
 
   if (core != NULL)
     {
@@ -571,6 +602,23 @@ kaged_model_chooser_set_session (KagedModelChooser *self,
   if (self->session_id == session_id)
     return;
 
+  if (self->session_id <= 0 && session_id > 0 && self->pending && self->core != NULL)
+    {
+      g_autoptr(KagedRun) run = NULL;
+      g_autoptr(GError) error = NULL;
+
+      /* The conversation the first message started gets what was chosen
+       * for it; one shown from the list keeps its own. */
+      run = kaged_session_manager_get_latest_run (kaged_core_get_manager (self->core),
+                                                  session_id, NULL);
+      if (run == NULL &&
+          !kaged_core_set_session_settings (self->core, session_id, self->profile_id,
+                                            self->model, self->system_prompt, &error))
+        g_warning ("The model chosen for the new conversation could not be kept: %s",
+                   error->message);
+    }
+
+  self->pending = FALSE;
   self->session_id = session_id;
   gtk_popover_popdown (self->popover);
   reload (self);

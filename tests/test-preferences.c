@@ -14,6 +14,8 @@
 #include <adwaita.h>
 
 #include "kaged-application.h"
+#include "kaged-core-settings.h"
+#include "kaged-fake-server.h"
 #include "kaged-preferences-window.h"
 #include "kaged-profile-page.h"
 
@@ -619,6 +621,164 @@ test_window_key_default_remove (void)
   reset_settings (settings);
 }
 
+typedef struct
+{
+  AdwActionRow *row;
+  const char   *busy;
+} RowDone;
+
+static gboolean
+row_done (gpointer data)
+{
+  RowDone *done = data;
+
+  return g_strcmp0 (adw_action_row_get_subtitle (done->row), done->busy) != 0;
+}
+
+static const char *
+run_action_and_wait (KagedProfilePage *page,
+                     const char       *action,
+                     const char       *row_name,
+                     const char       *busy)
+{
+  RowDone done = { ADW_ACTION_ROW (page_child (page, row_name)), busy };
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), action, NULL));
+  g_assert_cmpstr (adw_action_row_get_subtitle (done.row), ==, busy);
+  g_assert_true (wait_until (row_done, &done));
+
+  return adw_action_row_get_subtitle (done.row);
+}
+
+/* The model list and Test Connection on a profile's page, against a fake
+ * OpenAI-compatible server on 127.0.0.1 that wants a key. */
+static void
+test_window_models_and_connection (void)
+{
+  static const char * const models[] = { "fake-small", "fake-large", NULL };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autoptr(GSettings) stored = NULL;
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedFakeServer) server = NULL;
+  g_autoptr(KagedProfiles) profiles = NULL;
+  g_autoptr(KagedProfile) remote = NULL;
+  g_autoptr(KagedCore) core = NULL;
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
+  g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
+  g_autofree char *url = NULL;
+  g_autofree char *base = NULL;
+  g_autofree char *wrong = NULL;
+  g_auto(GStrv) cached = NULL;
+  KagedPreferencesWindow *window;
+  KagedProfilePage *page;
+  GtkMenuButton *models_button;
+  GMenuModel *menu;
+
+  g_assert_no_error (error);
+  reset_settings (settings);
+
+  server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Hi\"}]", &error);
+  g_assert_no_error (error);
+  kaged_fake_server_set_models (server, models);
+  kaged_fake_server_set_api_key (server, "sk-right");
+  kaged_fake_server_listen (server, 0, &error);
+  g_assert_no_error (error);
+  url = kaged_fake_server_get_url (server);
+  base = g_strconcat (url, "/v1", NULL);
+
+  core = kaged_core_open (db_path, keyring, KAGED_CORE_FLAGS_NONE, &error);
+  g_assert_no_error (error);
+  profiles = kaged_profiles_new (settings);
+  kaged_core_set_profiles (core, profiles);
+  remote = kaged_profile_new ("Remote", KAGED_PROVIDER_KIND_OPENAI, base, "typed-model");
+  kaged_profiles_add (profiles, remote);
+  kaged_keyring_store (keyring, kaged_profile_get_id (remote), "sk-wrong", NULL, &error);
+  g_assert_no_error (error);
+  stored = profile_settings (kaged_profile_get_id (remote));
+
+  window = kaged_preferences_window_new (NULL);
+  kaged_preferences_window_set_core (window, core);
+  gtk_window_present (GTK_WINDOW (window));
+  g_assert_true (kaged_preferences_window_show_profile (window, kaged_profile_get_id (remote)));
+  page = shown_page (window);
+  models_button = GTK_MENU_BUTTON (page_child (page, "models_button"));
+
+  /* Nothing listed yet: the name typed is all there is. */
+  g_assert_false (gtk_widget_get_sensitive (GTK_WIDGET (models_button)));
+
+  /* A wrong key, in words. */
+  g_assert_cmpstr (run_action_and_wait (page, "profile.test-connection", "test_row", "Testing…"),
+                   ==, "The provider rejected the API key (HTTP 401)");
+  g_assert_false (gtk_widget_get_sensitive (GTK_WIDGET (models_button)));
+
+  /* The right key, typed on the page: connected, and the models offered. */
+  {
+    KeyCheck check = { keyring, kaged_profile_get_id (remote), TRUE };
+    GtkEditable *key_row = GTK_EDITABLE (page_child (page, "key_row"));
+
+    gtk_editable_set_text (key_row, "sk-right");
+    g_signal_emit_by_name (key_row, "apply");
+    g_assert_true (wait_until (key_is, &check));
+    g_assert_true (wait_until (status_says, page));
+  }
+  g_assert_cmpstr (run_action_and_wait (page, "profile.test-connection", "test_row", "Testing…"),
+                   ==, "Connected — 2 models available");
+  g_assert_true (gtk_widget_get_sensitive (GTK_WIDGET (models_button)));
+  menu = gtk_menu_button_get_menu_model (models_button);
+  g_assert_cmpint (g_menu_model_get_n_items (menu), ==, 2);
+
+  /* Picking one from the list sets the profile's model. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (page), "profile.choose-model", "s",
+                                             "fake-large"));
+  g_assert_true (wait_for_string (stored, "model", "fake-large"));
+  g_assert_cmpstr (gtk_editable_get_text (GTK_EDITABLE (page_child (page, "model_row"))), ==,
+                   "fake-large");
+
+  /* Refresh: listed, and kept for the profile. */
+  g_assert_cmpstr (run_action_and_wait (page, "profile.refresh-models", "models_row",
+                                        "Asking the server…"), ==, "2 models listed");
+  cached = kaged_core_dup_cached_models (core, kaged_profile_get_id (remote));
+  g_assert_nonnull (cached);
+  g_assert_cmpuint (g_strv_length (cached), ==, 2);
+
+  /* A wrong base URL says so; the list cannot be refreshed from it, and a
+   * name can still be typed. */
+  wrong = g_strconcat (base, "/nope", NULL);
+  gtk_editable_set_text (GTK_EDITABLE (page_child (page, "base_url_row")), wrong);
+  g_assert_cmpstr (run_action_and_wait (page, "profile.test-connection", "test_row", "Testing…"),
+                   ==, "Nothing answers at this address (HTTP 404) — check the base URL");
+  g_assert_true (g_str_has_prefix (run_action_and_wait (page, "profile.refresh-models",
+                                                        "models_row", "Asking the server…"),
+                                   "Could not list the models"));
+  gtk_editable_set_text (GTK_EDITABLE (page_child (page, "model_row")), "typed-again");
+  g_assert_true (wait_for_string (stored, "model", "typed-again"));
+
+  /* Nothing listens on port 9: the connection is refused. */
+  gtk_editable_set_text (GTK_EDITABLE (page_child (page, "base_url_row")),
+                         "http://127.0.0.1:9/v1");
+  g_assert_false (g_str_has_prefix (run_action_and_wait (page, "profile.test-connection",
+                                                         "test_row", "Testing…"),
+                                    "Connected"));
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  kaged_core_shutdown (core);
+  g_clear_object (&core);
+  {
+    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+    const char *name;
+
+    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+      {
+        g_autofree char *path = g_build_filename (dir, name, NULL);
+
+        g_unlink (path);
+      }
+  }
+  g_rmdir (dir);
+  reset_settings (settings);
+}
+
 static void
 test_window_api_settings (void)
 {
@@ -677,6 +837,7 @@ main (int   argc,
   g_test_add_func ("/preferences/window/lists-profiles", test_window_lists_profiles);
   g_test_add_func ("/preferences/window/add-and-edit", test_window_add_and_edit);
   g_test_add_func ("/preferences/window/key-default-remove", test_window_key_default_remove);
+  g_test_add_func ("/preferences/window/models-and-connection", test_window_models_and_connection);
   g_test_add_func ("/preferences/window/api-settings", test_window_api_settings);
 
   return g_test_run ();

@@ -338,6 +338,7 @@ kaged_preferences_window_show_profile (KagedPreferencesWindow *self,
   adw_preferences_window_present_subpage (ADW_PREFERENCES_WINDOW (self),
                                           GTK_WIDGET (kaged_profile_page_new (self->profiles,
                                                                               profile,
+                                                                              self->core,
                                                                               self->keyring)));
   return TRUE;
 }

@@ -9,15 +9,20 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-core-settings.h"
+#include "kaged-http.h"
+#include "kaged-models.h"
 #include "kaged-profile-page.h"
+#include "kaged-retry-text.h"
 
 /**
  * KagedProfilePage:
  *
  * One provider profile in Preferences, shown as a subpage: its name, kind,
  * address and default model, its API key (typed into a password row and
- * kept in the keyring, or an environment variable), its prices and spend
- * limit, and *Make Default* and *Remove*. Every row is bound to the live
+ * kept in the keyring, or an environment variable), the models its server
+ * lists (with *Refresh*; a model name can always be typed), *Test
+ * Connection*, its prices and spend limit, and *Make Default* and *Remove*. Every row is bound to the live
  * profile, so a change is saved as it is made.
  */
 struct _KagedProfilePage
@@ -27,7 +32,11 @@ struct _KagedProfilePage
   KagedProfiles *profiles;
   KagedProfile  *profile;
   KagedKeyring  *keyring;
+  KagedCore     *core;        /* nullable */
+  KagedResolver *resolver;
   GCancellable  *cancellable;
+  GCancellable  *test_cancellable;
+  GCancellable  *models_cancellable;
 
   /* Template children */
   AdwWindowTitle *window_title;
@@ -35,6 +44,11 @@ struct _KagedProfilePage
   AdwComboRow   *kind_row;
   AdwEntryRow   *base_url_row;
   AdwEntryRow   *model_row;
+  GtkMenuButton *models_button;
+  AdwActionRow  *models_row;
+  GtkSpinner    *models_spinner;
+  AdwActionRow  *test_row;
+  GtkSpinner    *test_spinner;
   AdwPreferencesGroup *key_group;
   AdwEntryRow   *key_row;
   AdwActionRow  *key_status_row;
@@ -301,6 +315,206 @@ forget_key_action (GtkWidget  *widget,
                              self->cancellable, key_cleared_cb, g_object_ref (self));
 }
 
+/* The models the server lists: offered in the model row's menu, kept per
+ * profile by the core. A name can always be typed instead. */
+
+static void
+show_models (KagedProfilePage   *self,
+             const char * const *models)
+{
+  g_autoptr(GMenu) menu = g_menu_new ();
+  guint n = models != NULL ? g_strv_length ((char **)models) : 0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GMenuItem) item = g_menu_item_new (models[i], NULL);
+
+      g_menu_item_set_action_and_target_value (item, "profile.choose-model",
+                                               g_variant_new_string (models[i]));
+      g_menu_append_item (menu, item);
+    }
+
+  gtk_menu_button_set_menu_model (self->models_button, G_MENU_MODEL (menu));
+  gtk_widget_set_sensitive (GTK_WIDGET (self->models_button), n > 0);
+
+  if (models == NULL)
+    return;
+
+  if (n == 0)
+    {
+      adw_action_row_set_subtitle (self->models_row,
+                                   _("The server lists no models: type a model name"));
+    }
+  else
+    {
+      /* Translators: how many models the provider's server listed */
+      g_autofree char *subtitle = g_strdup_printf (g_dngettext (GETTEXT_PACKAGE,
+                                                                "%u model listed",
+                                                                "%u models listed", n), n);
+
+      adw_action_row_set_subtitle (self->models_row, subtitle);
+    }
+}
+
+static void
+set_busy (GtkSpinner *spinner,
+          gboolean    busy)
+{
+  gtk_widget_set_visible (GTK_WIDGET (spinner), busy);
+  gtk_spinner_set_spinning (spinner, busy);
+}
+
+static void
+models_refreshed (KagedProfilePage  *self,
+                  char             **models,
+                  GError            *error)
+{
+  set_busy (self->models_spinner, FALSE);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "profile.refresh-models", TRUE);
+
+  if (models != NULL)
+    {
+      show_models (self, (const char * const *)models);
+      return;
+    }
+
+  {
+    /* Translators: the model list could not be read; the reason follows */
+    g_autofree char *subtitle = g_strdup_printf (_("Could not list the models: %s — type a "
+                                                   "model name"),
+                                                 error->message);
+
+    adw_action_row_set_subtitle (self->models_row, subtitle);
+  }
+}
+
+static void
+core_models_cb (GObject      *object,
+                GAsyncResult *result,
+                gpointer      user_data)
+{
+  g_autoptr(KagedProfilePage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) models = NULL;
+
+  models = kaged_core_refresh_models_finish (KAGED_CORE (object), result, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+      g_cancellable_is_cancelled (self->cancellable))
+    return;
+
+  models_refreshed (self, models, error);
+}
+
+static void
+profile_models_cb (GObject      *object,
+                   GAsyncResult *result,
+                   gpointer      user_data)
+{
+  g_autoptr(KagedProfilePage) self = user_data;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) models = NULL;
+
+  models = kaged_profile_list_models_finish (KAGED_PROFILE (object), result, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+      g_cancellable_is_cancelled (self->cancellable))
+    return;
+
+  models_refreshed (self, models, error);
+}
+
+static void
+refresh_models_action (GtkWidget  *widget,
+                       const char *action_name,
+                       GVariant   *parameter)
+{
+  KagedProfilePage *self = KAGED_PROFILE_PAGE (widget);
+
+  g_cancellable_cancel (self->models_cancellable);
+  g_clear_object (&self->models_cancellable);
+  self->models_cancellable = g_cancellable_new ();
+  g_signal_connect_object (self->cancellable, "cancelled",
+                           G_CALLBACK (g_cancellable_cancel), self->models_cancellable,
+                           G_CONNECT_SWAPPED);
+
+  set_busy (self->models_spinner, TRUE);
+  gtk_widget_action_set_enabled (widget, "profile.refresh-models", FALSE);
+  adw_action_row_set_subtitle (self->models_row, _("Asking the server…"));
+
+  if (self->core != NULL)
+    kaged_core_refresh_models_async (self->core, self->profile,
+                                     kaged_profile_get_id (self->profile),
+                                     self->models_cancellable, core_models_cb,
+                                     g_object_ref (self));
+  else
+    kaged_profile_list_models_async (self->profile, self->resolver, self->models_cancellable,
+                                     profile_models_cb, g_object_ref (self));
+}
+
+static void
+choose_model_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  KagedProfilePage *self = KAGED_PROFILE_PAGE (widget);
+
+  kaged_profile_set_model (self->profile, g_variant_get_string (parameter, NULL));
+}
+
+/* Test Connection: the cheapest real request, its result in words. */
+
+static void
+tested_cb (GObject      *object,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  g_autoptr(KagedProfilePage) self = user_data;
+  g_autoptr(KagedConnectionResult) connection = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *words = NULL;
+
+  connection = kaged_profile_test_connection_finish (KAGED_PROFILE (object), result, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) ||
+      g_cancellable_is_cancelled (self->cancellable))
+    return;
+
+  set_busy (self->test_spinner, FALSE);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "profile.test-connection", TRUE);
+
+  if (connection == NULL)
+    {
+      adw_action_row_set_subtitle (self->test_row, error->message);
+      return;
+    }
+
+  words = kaged_retry_describe_connection (connection);
+  adw_action_row_set_subtitle (self->test_row, words);
+
+  /* What the test listed is the model list too. */
+  if (kaged_connection_result_get_ok (connection))
+    show_models (self, kaged_connection_result_get_models (connection));
+}
+
+static void
+test_connection_action (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  KagedProfilePage *self = KAGED_PROFILE_PAGE (widget);
+
+  g_cancellable_cancel (self->test_cancellable);
+  g_clear_object (&self->test_cancellable);
+  self->test_cancellable = g_cancellable_new ();
+  g_signal_connect_object (self->cancellable, "cancelled",
+                           G_CALLBACK (g_cancellable_cancel), self->test_cancellable,
+                           G_CONNECT_SWAPPED);
+
+  set_busy (self->test_spinner, TRUE);
+  gtk_widget_action_set_enabled (widget, "profile.test-connection", FALSE);
+  adw_action_row_set_subtitle (self->test_row, _("Testing…"));
+  kaged_profile_test_connection_async (self->profile, self->resolver, self->test_cancellable,
+                                       tested_cb, g_object_ref (self));
+}
+
 static void
 make_default_action (GtkWidget  *widget,
                      const char *action_name,
@@ -423,6 +637,15 @@ kaged_profile_page_bind (KagedProfilePage *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "profile.remove",
                                  g_list_model_get_n_items (G_LIST_MODEL (self->profiles)) > 1);
   refresh_key_state (self);
+
+  /* The list kept from the last time, if any. */
+  if (self->core != NULL)
+    {
+      g_auto(GStrv) models = kaged_core_dup_cached_models (self->core,
+                                                           kaged_profile_get_id (self->profile));
+
+      show_models (self, (const char * const *)models);
+    }
 }
 
 static void
@@ -441,7 +664,11 @@ kaged_profile_page_finalize (GObject *object)
 {
   KagedProfilePage *self = KAGED_PROFILE_PAGE (object);
 
+  g_clear_object (&self->models_cancellable);
+  g_clear_object (&self->test_cancellable);
   g_clear_object (&self->cancellable);
+  g_clear_object (&self->resolver);
+  g_clear_object (&self->core);
   g_clear_object (&self->keyring);
   g_clear_object (&self->profile);
   g_clear_object (&self->profiles);
@@ -465,6 +692,11 @@ kaged_profile_page_class_init (KagedProfilePageClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, kind_row);
   gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, base_url_row);
   gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, model_row);
+  gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, models_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, models_row);
+  gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, models_spinner);
+  gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, test_row);
+  gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, test_spinner);
   gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, key_group);
   gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, key_row);
   gtk_widget_class_bind_template_child (widget_class, KagedProfilePage, key_status_row);
@@ -483,6 +715,12 @@ kaged_profile_page_class_init (KagedProfilePageClass *klass)
                                    make_default_action);
   gtk_widget_class_install_action (widget_class, "profile.remove", NULL, remove_action);
   gtk_widget_class_install_action (widget_class, "profile.forget-key", NULL, forget_key_action);
+  gtk_widget_class_install_action (widget_class, "profile.refresh-models", NULL,
+                                   refresh_models_action);
+  gtk_widget_class_install_action (widget_class, "profile.choose-model", "s",
+                                   choose_model_action);
+  gtk_widget_class_install_action (widget_class, "profile.test-connection", NULL,
+                                   test_connection_action);
 }
 
 static void
@@ -497,6 +735,8 @@ kaged_profile_page_init (KagedProfilePage *self)
  * kaged_profile_page_new:
  * @profiles: the saved profiles
  * @profile: the one to show, live from @profiles
+ * @core: (nullable): the running core, whose resolver asks the server
+ *   and which keeps the profile's model list
  * @keyring: (nullable): where its key is kept, or %NULL when there is no
  *   keyring to ask
  *
@@ -506,18 +746,33 @@ kaged_profile_page_init (KagedProfilePage *self)
 KagedProfilePage *
 kaged_profile_page_new (KagedProfiles *profiles,
                         KagedProfile  *profile,
+                        KagedCore     *core,
                         KagedKeyring  *keyring)
 {
   KagedProfilePage *self;
 
   g_return_val_if_fail (KAGED_IS_PROFILES (profiles), NULL);
   g_return_val_if_fail (KAGED_IS_PROFILE (profile), NULL);
+  g_return_val_if_fail (!core || KAGED_IS_CORE (core), NULL);
   g_return_val_if_fail (!keyring || KAGED_IS_KEYRING (keyring), NULL);
 
   self = g_object_new (KAGED_TYPE_PROFILE_PAGE, NULL);
   self->profiles = g_object_ref (profiles);
   self->profile = g_object_ref (profile);
   self->keyring = keyring != NULL ? g_object_ref (keyring) : NULL;
+  self->core = core != NULL ? g_object_ref (core) : NULL;
+  if (core != NULL)
+    {
+      self->resolver = g_object_ref (kaged_core_get_resolver (core));
+    }
+  else
+    {
+      /* Without a core, keys come from the environment only. */
+      g_autoptr(KagedKeyring) memory = kaged_memory_keyring_new ();
+
+      self->resolver = kaged_resolver_new (kaged_http_get_default_session (),
+                                           keyring != NULL ? keyring : memory);
+    }
   kaged_profile_page_bind (self);
 
   return self;

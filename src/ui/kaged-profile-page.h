@@ -7,8 +7,7 @@
 
 #include <adwaita.h>
 
-#include "kaged-keyring.h"
-#include "kaged-profiles.h"
+#include "kaged-core.h"
 
 G_BEGIN_DECLS
 
@@ -18,6 +17,7 @@ G_DECLARE_FINAL_TYPE (KagedProfilePage, kaged_profile_page, KAGED, PROFILE_PAGE,
 
 KagedProfilePage *kaged_profile_page_new         (KagedProfiles    *profiles,
                                                   KagedProfile     *profile,
+                                                  KagedCore        *core,
                                                   KagedKeyring     *keyring);
 KagedProfile     *kaged_profile_page_get_profile (KagedProfilePage *self);
 

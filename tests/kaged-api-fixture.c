@@ -905,3 +905,263 @@ kaged_api_test_init (int    *argc,
   g_unsetenv ("DISPLAY");
   g_unsetenv ("WAYLAND_DISPLAY");
 }
+
+/* ------------------------------------------------------------------------
+ * Raw HTTP, byte by byte
+ * ------------------------------------------------------------------------ */
+
+struct _RawClient
+{
+  GSocketConnection *connection;
+  GCancellable      *cancellable;
+  GString           *received;
+  guint8             buffer[4096];
+  gboolean           closed;
+};
+
+static void
+raw_read_cb (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  RawClient *client = user_data;
+  g_autoptr(GError) error = NULL;
+  gssize n;
+
+  n = g_input_stream_read_finish (G_INPUT_STREAM (object), result, &error);
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;
+  if (n <= 0)
+    {
+      client->closed = TRUE;
+      return;
+    }
+
+  g_string_append_len (client->received, (const char *)client->buffer, n);
+  g_input_stream_read_async (G_INPUT_STREAM (object), client->buffer, sizeof client->buffer,
+                             G_PRIORITY_DEFAULT, client->cancellable, raw_read_cb, client);
+}
+
+typedef struct
+{
+  GSocketConnection *connection;
+  GError            *error;
+  gboolean           done;
+} Connected;
+
+static void
+raw_connected_cb (GObject      *object,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  Connected *connected = user_data;
+
+  connected->connection = g_socket_client_connect_to_host_finish (G_SOCKET_CLIENT (object),
+                                                                  result, &connected->error);
+  connected->done = TRUE;
+}
+
+/* A connection to 127.0.0.1:@port that reads everything that comes. */
+RawClient *
+raw_client_connect (guint port)
+{
+  g_autoptr(GSocketClient) socket_client = g_socket_client_new ();
+  g_autofree char *host = g_strdup_printf ("127.0.0.1:%u", port);
+  Connected connected = { NULL, NULL, FALSE };
+  RawClient *client;
+
+  g_socket_client_connect_to_host_async (socket_client, host, port, NULL,
+                                         raw_connected_cb, &connected);
+  wait_until (flag_set, &connected.done);
+  g_assert_no_error (connected.error);
+
+  client = g_new0 (RawClient, 1);
+  client->connection = connected.connection;
+  client->cancellable = g_cancellable_new ();
+  client->received = g_string_new (NULL);
+  g_input_stream_read_async (g_io_stream_get_input_stream (G_IO_STREAM (client->connection)),
+                             client->buffer, sizeof client->buffer, G_PRIORITY_DEFAULT,
+                             client->cancellable, raw_read_cb, client);
+
+  return client;
+}
+
+void
+raw_client_send (RawClient  *client,
+                 const char *text)
+{
+  GSocket *socket = g_socket_connection_get_socket (client->connection);
+  gsize length = strlen (text);
+  gsize sent = 0;
+
+  /* Small writes: the kernel takes them at once. */
+  while (sent < length)
+    {
+      g_autoptr(GError) error = NULL;
+      gssize n = g_socket_send_with_blocking (socket, text + sent, length - sent, FALSE, NULL,
+                                              &error);
+
+      if (n < 0)
+        {
+          g_assert_error (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK);
+          g_main_context_iteration (NULL, FALSE);
+          continue;
+        }
+      sent += n;
+    }
+}
+
+/* Sends a request with the headers @headers (each ending in CRLF) and
+ * @body, if any, as they are: no Content-Length is added. */
+void
+raw_client_send_request (RawClient  *client,
+                         const char *request_line,
+                         const char *token,
+                         const char *headers,
+                         const char *body)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *authorization = NULL;
+
+  if (token != NULL)
+    authorization = g_strdup_printf ("Authorization: Bearer %s\r\n", token);
+  text = g_strdup_printf ("%s\r\nHost: 127.0.0.1\r\n%s%s\r\n%s", request_line,
+                          authorization != NULL ? authorization : "",
+                          headers != NULL ? headers : "", body != NULL ? body : "");
+  raw_client_send (client, text);
+}
+
+void
+raw_client_free (RawClient *client)
+{
+  g_cancellable_cancel (client->cancellable);
+  g_io_stream_close (G_IO_STREAM (client->connection), NULL, NULL);
+  g_clear_object (&client->connection);
+  g_clear_object (&client->cancellable);
+  g_string_free (client->received, TRUE);
+  g_free (client);
+}
+
+static gboolean
+raw_closed (gpointer data)
+{
+  return ((RawClient *)data)->closed;
+}
+
+static gboolean
+raw_has_answer (gpointer data)
+{
+  RawClient *client = data;
+  const char *end = strstr (client->received->str, "\r\n\r\n");
+  const char *length;
+
+  if (end == NULL)
+    return client->closed;
+
+  length = strstr (client->received->str, "Content-Length: ");
+  if (length == NULL || length > end)
+    return client->closed;
+
+  return client->received->str + client->received->len >=
+         end + 4 + g_ascii_strtoull (length + strlen ("Content-Length: "), NULL, 10);
+}
+
+static gboolean
+wait_for (Predicate predicate,
+          gpointer  data,
+          guint     milliseconds)
+{
+  gboolean timed_out = FALSE;
+  guint id = g_timeout_add (milliseconds, timeout_cb, &timed_out);
+
+  while (!predicate (data) && !timed_out)
+    g_main_context_iteration (NULL, TRUE);
+
+  if (!timed_out)
+    g_source_remove (id);
+
+  return !timed_out;
+}
+
+/* Whether the server closed the connection within @milliseconds. */
+gboolean
+raw_client_wait_closed (RawClient *client,
+                        guint      milliseconds)
+{
+  return wait_for (raw_closed, client, milliseconds);
+}
+
+/* Waits @milliseconds at most for a whole answer; returns its status, or
+ * 0 when none came. The error code of its body, if any, is in *@code. */
+guint
+raw_client_wait_answer (RawClient  *client,
+                        guint       milliseconds,
+                        char      **code)
+{
+  const char *text = client->received->str;
+  const char *body;
+  guint64 status = 0;
+
+  if (code != NULL)
+    *code = NULL;
+
+  if (!wait_for (raw_has_answer, client, milliseconds) ||
+      !g_str_has_prefix (client->received->str, "HTTP/1.1 "))
+    return 0;
+
+  text = client->received->str;
+  {
+    char digits[4] = { text[9], text[10], text[11], '\0' };
+
+    g_assert_true (g_ascii_string_to_unsigned (digits, 10, 100, 599, &status, NULL));
+  }
+  body = strstr (text, "\r\n\r\n") + 4;
+
+  if (code != NULL && body[0] == '{')
+    {
+      g_autoptr(JsonNode) root = json_from_string (body, NULL);
+      JsonObject *error = NULL;
+
+      if (root != NULL && JSON_NODE_HOLDS_OBJECT (root))
+        error = json_object_get_object_member (json_node_get_object (root), "error");
+      if (error != NULL)
+        *code = g_strdup (json_object_get_string_member (error, "code"));
+    }
+
+  return status;
+}
+
+/* Forgets what was received so far: the next answer is read afresh. */
+void
+raw_client_forget (RawClient *client)
+{
+  g_string_truncate (client->received, 0);
+}
+
+const char *
+raw_client_get_received (RawClient *client)
+{
+  return client->received->str;
+}
+
+/* Stops the program and returns what it wrote on stderr. */
+char *
+fixture_stop_and_read_stderr (Fixture *fixture)
+{
+  g_autoptr(GInputStream) err = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GByteArray) bytes = g_byte_array_new ();
+  guint8 buffer[4096];
+  gssize n;
+
+  g_assert_nonnull (fixture->process);
+  err = g_object_ref (g_subprocess_get_stderr_pipe (fixture->process));
+  fixture_stop (fixture);
+
+  while ((n = g_input_stream_read (err, buffer, sizeof buffer, NULL, &error)) > 0)
+    g_byte_array_append (bytes, buffer, n);
+  g_assert_no_error (error);
+  g_byte_array_append (bytes, (const guint8 *)"", 1);
+
+  return (char *)g_byte_array_free (g_steal_pointer (&bytes), FALSE);
+}

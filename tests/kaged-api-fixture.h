@@ -154,6 +154,30 @@ guint       event_index               (EventClient  *client,
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (EventClient, event_client_free)
 
+/* A client that writes and reads HTTP byte by byte, on the main loop. */
+typedef struct _RawClient RawClient;
+
+RawClient  *raw_client_connect        (guint         port);
+void        raw_client_send           (RawClient    *client,
+                                       const char   *text);
+void        raw_client_send_request   (RawClient    *client,
+                                       const char   *request_line,
+                                       const char   *token,
+                                       const char   *headers,
+                                       const char   *body);
+gboolean    raw_client_wait_closed    (RawClient    *client,
+                                       guint         milliseconds);
+guint       raw_client_wait_answer    (RawClient    *client,
+                                       guint         milliseconds,
+                                       char        **code);
+const char *raw_client_get_received   (RawClient    *client);
+void        raw_client_forget         (RawClient    *client);
+void        raw_client_free           (RawClient    *client);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (RawClient, raw_client_free)
+
+char       *fixture_stop_and_read_stderr (Fixture   *fixture);
+
 /* Adds a test of the fixture at /api/@path. */
 #define KAGED_API_TEST_ADD(path, func) \
   g_test_add ("/api/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)

@@ -255,6 +255,226 @@ test_body_limits (Fixture       *fixture,
   g_assert_cmpstr (before, ==, after);
 }
 
+/* A JSON text nested this deep overflows json-glib's recursive parser. */
+#define DEEP_LEVELS 75000
+
+static char *
+nested_body (const char *before,
+             guint       levels,
+             const char *after)
+{
+  GString *body = g_string_new (before);
+
+  for (guint i = 0; i < levels; i++)
+    g_string_append_c (body, '[');
+  for (guint i = 0; i < levels; i++)
+    g_string_append_c (body, ']');
+  g_string_append (body, after);
+
+  return g_string_free (body, FALSE);
+}
+
+static void
+test_deep_json (Fixture       *fixture,
+                gconstpointer  data)
+{
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *regenerate_path = NULL;
+  g_autoptr(JsonObject) receipt = NULL;
+  g_autoptr(EventClient) events = NULL;
+  gint64 session_id;
+
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Deep");
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages", session_id);
+  events = open_events (fixture, session_id);
+  receipt = post_message (fixture, session_id, "Hello");
+  wait_event (events, "run.finished", json_object_get_int_member (receipt, "run_id"));
+  regenerate_path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages/%"
+                                     G_GINT64_FORMAT "/regenerate", session_id,
+                                     json_object_get_int_member (receipt, "message_id"));
+  before = snapshot (fixture);
+
+  /* Every endpoint that reads a body refuses it, and the server lives. */
+  {
+    const char *paths[] = { "/api/v1/sessions", path, regenerate_path };
+    g_autofree char *bare = nested_body ("", DEEP_LEVELS, "");
+    g_autofree char *member = nested_body ("{\"content\": \"Hi\", \"title\": \"x\", \"x\": ",
+                                           DEEP_LEVELS, "}");
+
+    for (guint i = 0; i < G_N_ELEMENTS (paths); i++)
+      {
+        g_autoptr(Response) bare_response = request (fixture, "POST", paths[i], bare);
+        g_autoptr(Response) member_response = request (fixture, "POST", paths[i], member);
+
+        assert_error (bare_response, SOUP_STATUS_BAD_REQUEST, "malformed_json");
+        assert_error (member_response, SOUP_STATUS_BAD_REQUEST, "malformed_json");
+      }
+  }
+
+  /* Just beyond the bound of 512 levels: refused too. */
+  {
+    g_autofree char *body = nested_body ("{\"content\": \"Hi\", \"x\": ", 512, "}");
+    g_autoptr(Response) response = request (fixture, "POST", path, body);
+
+    assert_error (response, SOUP_STATUS_BAD_REQUEST, "malformed_json");
+  }
+
+  after = snapshot (fixture);
+  g_assert_cmpstr (before, ==, after);
+
+  /* Within it: accepted. */
+  {
+    g_autofree char *body = nested_body ("{\"content\": \"Nested\", \"x\": ", 511, "}");
+    g_autoptr(Response) response = request (fixture, "POST", path, body);
+
+    g_assert_cmpuint (response->status, ==, SOUP_STATUS_ACCEPTED);
+  }
+}
+
+static void
+test_escaped_nul (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(JsonArray) messages = NULL;
+  gint64 session_id;
+  const char *refused[] = {
+    "{\"content\": \"before\\u0000after\"}",
+    "{\"content\": \"\\u0000\"}",
+    "{\"content\": \"tail\\u0000\"}",
+    /* json-glib reads \U as \u */
+    "{\"content\": \"upper\\U0000case\"}",
+    "{\"content\": \"\\\\\\u0000\"}",
+  };
+
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Nul");
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages", session_id);
+  before = snapshot (fixture);
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      g_autoptr(Response) response = NULL;
+
+      g_test_message ("%s", refused[i]);
+      response = request (fixture, "POST", path, refused[i]);
+      assert_error (response, SOUP_STATUS_BAD_REQUEST, "invalid_content");
+    }
+
+  /* A title is text too. */
+  {
+    g_autoptr(Response) response = request (fixture, "POST", "/api/v1/sessions",
+                                            "{\"title\": \"a\\u0000b\"}");
+
+    assert_error (response, SOUP_STATUS_BAD_REQUEST, "invalid_content");
+  }
+
+  after = snapshot (fixture);
+  g_assert_cmpstr (before, ==, after);
+
+  /* A backslash followed by the letters u0000 is ordinary text. */
+  {
+    g_autoptr(Response) response = request (fixture, "POST", path,
+                                            "{\"content\": \"path\\\\u0000x\"}");
+    JsonObject *operator;
+
+    g_assert_cmpuint (response->status, ==, SOUP_STATUS_ACCEPTED);
+    messages = list_messages (fixture, session_id, NULL);
+    operator = json_array_get_object_element (messages, 0);
+    g_assert_cmpstr (json_object_get_string_member (operator, "content"), ==, "path\\u0000x");
+  }
+}
+
+typedef struct
+{
+  const char *headers;
+  const char *body;
+  guint       status;
+  const char *code;
+} EarlyCase;
+
+/* What is wrong with a request's headers is answered from them, without
+ * waiting for a body that may never come, and the connection closes. */
+static void
+test_early_answers (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  const EarlyCase cases[] = {
+    /* 11 MiB and 10 GiB announced, nothing sent. */
+    { "Content-Length: 11534336\r\n", NULL, 413, "payload_too_large" },
+    { "Content-Length: 10737418240\r\n", NULL, 413, "payload_too_large" },
+    /* Two ways to tell where the body ends. */
+    { "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n", "hello", 400, "invalid_framing" },
+    { "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n", "5\r\nhello\r\n0\r\n\r\n", 400,
+      "invalid_framing" },
+    /* Not a length. */
+    { "Content-Length: -5\r\n", NULL, 400, "invalid_framing" },
+    { "Content-Length: 18446744073709551615\r\n", NULL, 400, "invalid_framing" },
+    /* No token: the body is not waited for either. */
+    { "Content-Length: 100\r\n", NULL, 401, "unauthorized" },
+  };
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *path = NULL;
+  g_autofree char *request_line = NULL;
+  g_autofree char *err = NULL;
+  gint64 session_id;
+
+  fixture_start (fixture);
+  session_id = create_session (fixture, "Early");
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/messages", session_id);
+  request_line = g_strdup_printf ("POST %s HTTP/1.1", path);
+  before = snapshot (fixture);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(RawClient) client = raw_client_connect (fixture->port);
+      g_autofree char *code = NULL;
+      gint64 start = g_get_monotonic_time ();
+      guint status;
+
+      g_test_message ("%s", cases[i].headers);
+      raw_client_send_request (client, request_line,
+                               cases[i].status == 401 ? NULL : fixture->token,
+                               cases[i].headers, cases[i].body);
+      status = raw_client_wait_answer (client, 5000, &code);
+      g_assert_cmpuint (status, ==, cases[i].status);
+      g_assert_cmpstr (code, ==, cases[i].code);
+      g_assert_nonnull (strstr (raw_client_get_received (client), "Connection: close\r\n"));
+      g_assert_true (raw_client_wait_closed (client, 5000));
+      g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
+    }
+
+  /* A body shorter than announced: refused once it stops coming (after
+   * the body timeout, 10 s), not after the connection's idle time. */
+  {
+    g_autoptr(RawClient) client = raw_client_connect (fixture->port);
+    g_autofree char *code = NULL;
+    gint64 start = g_get_monotonic_time ();
+
+    raw_client_send_request (client, request_line, fixture->token,
+                             "Content-Type: application/json\r\nContent-Length: 100\r\n",
+                             "{\"content\": \"short\"}");
+    g_assert_cmpuint (raw_client_wait_answer (client, 14000, &code), ==, 400);
+    g_assert_cmpstr (code, ==, "incomplete_body");
+    g_assert_cmpint (g_get_monotonic_time () - start, >=, 9 * G_USEC_PER_SEC);
+    g_assert_true (raw_client_wait_closed (client, 5000));
+  }
+
+  after = snapshot (fixture);
+  g_assert_cmpstr (before, ==, after);
+
+  /* libsoup was never asked to read a negative length: nothing warned. */
+  err = fixture_stop_and_read_stderr (fixture);
+  g_assert_null (strstr (err, "WARNING"));
+  g_assert_null (strstr (err, "CRITICAL"));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -263,6 +483,9 @@ main (int   argc,
 
   KAGED_API_TEST_ADD ("errors/bad-requests", test_bad_requests);
   KAGED_API_TEST_ADD ("errors/body-limits", test_body_limits);
+  KAGED_API_TEST_ADD ("errors/deep-json", test_deep_json);
+  KAGED_API_TEST_ADD ("errors/escaped-nul", test_escaped_nul);
+  KAGED_API_TEST_ADD ("errors/early-answers", test_early_answers);
 
   return g_test_run ();
 }

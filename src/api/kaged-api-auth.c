@@ -132,27 +132,16 @@ request_got_chunk_cb (SoupServerMessage *msg,
       g_autofree char *limit = g_format_size (self->max_body_size);
       g_autofree char *message = g_strdup_printf (_("The request body is larger than %s"), limit);
 
-      /* Read the rest and forget it, so the connection stays in step. */
-      soup_message_body_set_accumulate (body, FALSE);
-      soup_message_body_truncate (body);
-      kaged_api_respond_error (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "payload_too_large",
-                               message);
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+                                    "payload_too_large", message);
+      return;
     }
+
+  kaged_api_connections_body_progress (self, msg);
 }
 
-/* Answers before the body is read; the body that still comes is read and
- * dropped, never kept. */
-static void
-refuse_early (SoupServerMessage *msg,
-              guint              status,
-              const char        *code,
-              const char        *message)
-{
-  soup_message_body_set_accumulate (soup_server_message_get_request_body (msg), FALSE);
-  kaged_api_respond_error (msg, status, code, message);
-}
-
-/* Runs once the headers are in, before the body is read. */
+/* Runs once the headers are in, before the body is read. Whatever is
+ * refused here is answered at once, and its connection closed. */
 void
 kaged_api_auth_early_handler (SoupServer        *server,
                               SoupServerMessage *msg,
@@ -163,21 +152,22 @@ kaged_api_auth_early_handler (SoupServer        *server,
   KagedApiServer *self = user_data;
   SoupMessageHeaders *headers = soup_server_message_get_request_headers (msg);
   const char *fetch_site;
-  goffset length;
+  SoupEncoding encoding;
+  goffset length = 0;
 
   if (soup_message_headers_get_one (headers, "Origin") != NULL ||
       ((fetch_site = soup_message_headers_get_one (headers, "Sec-Fetch-Site")) != NULL &&
        !g_str_equal (fetch_site, "none")))
     {
-      refuse_early (msg, SOUP_STATUS_FORBIDDEN, "forbidden_origin",
-                     _("Requests from web pages are not accepted"));
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_FORBIDDEN, "forbidden_origin",
+                                    _("Requests from web pages are not accepted"));
       return;
     }
 
   if (!host_is_loopback (soup_message_headers_get_one (headers, "Host")))
     {
-      refuse_early (msg, SOUP_STATUS_FORBIDDEN, "forbidden_host",
-                     _("Requests must name this computer as their host"));
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_FORBIDDEN, "forbidden_host",
+                                    _("Requests must name this computer as their host"));
       return;
     }
 
@@ -185,23 +175,44 @@ kaged_api_auth_early_handler (SoupServer        *server,
     {
       soup_message_headers_replace (soup_server_message_get_response_headers (msg),
                                     "WWW-Authenticate", "Bearer realm=\"kaged\"");
-      refuse_early (msg, SOUP_STATUS_UNAUTHORIZED, "unauthorized",
-                     _("A valid bearer token is needed"));
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_UNAUTHORIZED, "unauthorized",
+                                    _("A valid bearer token is needed"));
       return;
     }
 
-  if (soup_message_headers_get_encoding (headers) == SOUP_ENCODING_CONTENT_LENGTH &&
-      (length = soup_message_headers_get_content_length (headers)) > 0 &&
-      (guint64)length > self->max_body_size)
+  /* Where one body ends and the next request starts must be beyond doubt. */
+  if (soup_message_headers_get_one (headers, "Transfer-Encoding") != NULL &&
+      soup_message_headers_get_one (headers, "Content-Length") != NULL)
+    {
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_BAD_REQUEST, "invalid_framing",
+                                    _("A request may not have both Transfer-Encoding and Content-Length"));
+      return;
+    }
+
+  encoding = soup_message_headers_get_encoding (headers);
+  if (encoding == SOUP_ENCODING_CONTENT_LENGTH)
+    length = soup_message_headers_get_content_length (headers);
+
+  /* libsoup reads "-5" (or a number past 2^63) as a negative length. */
+  if (length < 0)
+    {
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_BAD_REQUEST, "invalid_framing",
+                                    _("The Content-Length is not a length"));
+      return;
+    }
+
+  if ((guint64)length > self->max_body_size)
     {
       g_autofree char *limit = g_format_size (self->max_body_size);
       g_autofree char *message = g_strdup_printf (_("The request body is larger than %s"), limit);
 
-      soup_message_headers_replace (soup_server_message_get_response_headers (msg),
-                                    "Connection", "close");
-      refuse_early (msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE, "payload_too_large", message);
+      kaged_api_connections_refuse (self, msg, SOUP_STATUS_REQUEST_ENTITY_TOO_LARGE,
+                                    "payload_too_large", message);
       return;
     }
 
   g_signal_connect_object (msg, "got-chunk", G_CALLBACK (request_got_chunk_cb), self, 0);
+
+  if (length > 0 || encoding == SOUP_ENCODING_CHUNKED)
+    kaged_api_connections_await_body (self, msg);
 }

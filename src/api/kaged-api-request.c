@@ -19,6 +19,7 @@
 
 #include "kaged-api-server-private.h"
 #include "kaged-api-wire.h"
+#include "kaged-json.h"
 
 #define JSON_CONTENT_TYPE  "application/json; charset=utf-8"
 
@@ -39,13 +40,11 @@ kaged_api_respond_json (SoupServerMessage *msg,
   soup_server_message_set_response (msg, JSON_CONTENT_TYPE, SOUP_MEMORY_TAKE, data, length);
 }
 
-void
-kaged_api_respond_error (SoupServerMessage *msg,
-                         guint              status,
-                         const char        *code,
-                         const char        *message)
+static JsonBuilder *
+error_builder (const char *code,
+               const char *message)
 {
-  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  JsonBuilder *builder = json_builder_new ();
 
   json_builder_begin_object (builder);
   json_builder_set_member_name (builder, "error");
@@ -56,6 +55,28 @@ kaged_api_respond_error (SoupServerMessage *msg,
   json_builder_add_string_value (builder, message);
   json_builder_end_object (builder);
   json_builder_end_object (builder);
+
+  return builder;
+}
+
+/* The body of an error answer: `{error: {code, message}}`. */
+char *
+kaged_api_error_to_string (const char *code,
+                           const char *message,
+                           gsize      *length)
+{
+  g_autoptr(JsonBuilder) builder = error_builder (code, message);
+
+  return kaged_api_wire_to_string (builder, length);
+}
+
+void
+kaged_api_respond_error (SoupServerMessage *msg,
+                         guint              status,
+                         const char        *code,
+                         const char        *message)
+{
+  g_autoptr(JsonBuilder) builder = error_builder (code, message);
 
   kaged_api_respond_json (msg, status, builder);
 }
@@ -233,6 +254,28 @@ kaged_api_parse_target (const char     *path,
     }
 }
 
+/* Whether a string of the JSON text @data holds an escaped NUL (`\u0000`),
+ * which json-glib would decode into a string cut short at it. */
+static gboolean
+has_escaped_nul (const char *data,
+                 gsize       length)
+{
+  for (gsize i = 0; i + 1 < length; i++)
+    {
+      if (data[i] != '\\')
+        continue;
+
+      /* Every escape is two characters, the backslash and the next;
+       * json-glib reads \U as \u. */
+      if ((data[i + 1] == 'u' || data[i + 1] == 'U') && i + 5 < length &&
+          g_ascii_strncasecmp (data + i + 2, "0000", 4) == 0)
+        return TRUE;
+      i++;
+    }
+
+  return FALSE;
+}
+
 /* Parses the request body as a JSON object; an empty body is an empty
  * object when @optional. */
 JsonObject *
@@ -273,12 +316,19 @@ kaged_api_read_body (SoupServerMessage  *msg,
     }
 
   if (memchr (data, '\0', length) != NULL ||
-      !json_parser_load_from_data (parser, data, length, &error))
+      !kaged_json_parse_bounded (parser, data, length, &error))
     {
       g_autofree char *message = g_strdup_printf (_("The request body is not valid JSON: %s"),
                                                   error != NULL ? error->message : _("a NUL byte"));
 
       kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "malformed_json", message);
+      return NULL;
+    }
+
+  if (has_escaped_nul (data, length))
+    {
+      kaged_api_respond_error (msg, SOUP_STATUS_BAD_REQUEST, "invalid_content",
+                               _("Text in the request holds a NUL character (\\u0000)"));
       return NULL;
     }
 

@@ -14,6 +14,9 @@ G_BEGIN_DECLS
 
 #define KAGED_API_PREFIX "/api/v1/"
 
+typedef struct _KagedApiListener   KagedApiListener;
+typedef struct _KagedApiConnection KagedApiConnection;
+
 struct _KagedApiServer
 {
   GObject              parent_instance;
@@ -26,9 +29,22 @@ struct _KagedApiServer
   GPtrArray           *urls;        /* char *, the addresses listened on */
   GPtrArray           *streams;     /* KagedApiEventStream */
 
+  /* kaged-api-connections.c */
+  GPtrArray           *listeners;   /* KagedApiListener */
+  GHashTable          *connections; /* GSocketAddress (remote) → KagedApiConnection */
+  GPtrArray           *lingering;   /* answers written before closing */
+  GSource             *accept_retry;
+  int                  anchor_peer;
+  guint                accept_failing : 1;
+  guint                at_capacity : 1;
+
   gsize                max_body_size;
   guint                keepalive_interval;
   guint                port;
+  guint                max_connections;
+  guint                idle_timeout;      /* seconds */
+  guint                request_timeout;   /* seconds */
+  guint                body_timeout;      /* seconds */
 
   gulong               signal_ids[7];
 };
@@ -79,6 +95,9 @@ gboolean    kaged_api_read_int_parameter    (SoupServerMessage  *msg,
 void        kaged_api_respond_json          (SoupServerMessage  *msg,
                                              guint               status,
                                              JsonBuilder        *builder);
+char       *kaged_api_error_to_string       (const char         *code,
+                                             const char         *message,
+                                             gsize              *length);
 void        kaged_api_respond_error         (SoupServerMessage  *msg,
                                              guint               status,
                                              const char         *code,
@@ -93,6 +112,26 @@ void        kaged_api_auth_early_handler    (SoupServer         *server,
                                              const char         *path,
                                              GHashTable         *query,
                                              gpointer            user_data);
+
+/* kaged-api-connections.c: accepting, bounding and closing connections */
+void        kaged_api_connections_init      (KagedApiServer     *self);
+void        kaged_api_connections_follow    (KagedApiServer     *self);
+gboolean    kaged_api_connections_listen    (KagedApiServer     *self,
+                                             GSocket            *socket,
+                                             GError            **error);
+void        kaged_api_connections_stop      (KagedApiServer     *self);
+guint       kaged_api_connections_count     (KagedApiServer     *self);
+void        kaged_api_connections_refuse    (KagedApiServer     *self,
+                                             SoupServerMessage  *msg,
+                                             guint               status,
+                                             const char         *code,
+                                             const char         *message);
+void        kaged_api_connections_await_body (KagedApiServer    *self,
+                                             SoupServerMessage  *msg);
+void        kaged_api_connections_body_progress (KagedApiServer *self,
+                                             SoupServerMessage  *msg);
+void        kaged_api_listener_free         (gpointer            listener);
+void        kaged_api_connection_free       (gpointer            connection);
 
 /* kaged-api-events.c: server-sent event streams */
 void        kaged_api_events_connect        (KagedApiServer     *self);

@@ -38,6 +38,10 @@ enum {
   PROP_PORT,
   PROP_MAX_BODY_SIZE,
   PROP_KEEPALIVE_INTERVAL,
+  PROP_MAX_CONNECTIONS,
+  PROP_IDLE_TIMEOUT,
+  PROP_REQUEST_TIMEOUT,
+  PROP_BODY_TIMEOUT,
   N_PROPS
 };
 
@@ -88,6 +92,7 @@ kaged_api_server_dispose (GObject *object)
   if (self->server != NULL)
     soup_server_remove_handler (self->server, "/");
   g_clear_object (&self->server);
+  g_clear_pointer (&self->connections, g_hash_table_unref);
   g_clear_object (&self->manager);
   g_clear_object (&self->core);
 
@@ -106,6 +111,8 @@ kaged_api_server_finalize (GObject *object)
     }
   g_clear_pointer (&self->urls, g_ptr_array_unref);
   g_clear_pointer (&self->streams, g_ptr_array_unref);
+  g_clear_pointer (&self->listeners, g_ptr_array_unref);
+  g_clear_pointer (&self->lingering, g_ptr_array_unref);
 
   G_OBJECT_CLASS (kaged_api_server_parent_class)->finalize (object);
 }
@@ -134,6 +141,22 @@ kaged_api_server_get_property (GObject    *object,
 
     case PROP_KEEPALIVE_INTERVAL:
       g_value_set_uint (value, self->keepalive_interval);
+      break;
+
+    case PROP_MAX_CONNECTIONS:
+      g_value_set_uint (value, self->max_connections);
+      break;
+
+    case PROP_IDLE_TIMEOUT:
+      g_value_set_uint (value, self->idle_timeout);
+      break;
+
+    case PROP_REQUEST_TIMEOUT:
+      g_value_set_uint (value, self->request_timeout);
+      break;
+
+    case PROP_BODY_TIMEOUT:
+      g_value_set_uint (value, self->body_timeout);
       break;
 
     default:
@@ -165,6 +188,22 @@ kaged_api_server_set_property (GObject      *object,
 
     case PROP_KEEPALIVE_INTERVAL:
       kaged_api_server_set_keepalive_interval (self, g_value_get_uint (value));
+      break;
+
+    case PROP_MAX_CONNECTIONS:
+      self->max_connections = g_value_get_uint (value);
+      break;
+
+    case PROP_IDLE_TIMEOUT:
+      self->idle_timeout = g_value_get_uint (value);
+      break;
+
+    case PROP_REQUEST_TIMEOUT:
+      self->request_timeout = g_value_get_uint (value);
+      break;
+
+    case PROP_BODY_TIMEOUT:
+      self->body_timeout = g_value_get_uint (value);
       break;
 
     default:
@@ -219,6 +258,36 @@ kaged_api_server_class_init (KagedApiServerClass *klass)
                         G_PARAM_EXPLICIT_NOTIFY |
                         G_PARAM_STATIC_STRINGS));
 
+  /* Connections open at once; more are answered 503 and closed. */
+  properties [PROP_MAX_CONNECTIONS] =
+    g_param_spec_uint ("max-connections", NULL, NULL,
+                       1, G_MAXUINT, KAGED_API_DEFAULT_MAX_CONNECTIONS,
+                       (G_PARAM_READWRITE |
+                        G_PARAM_STATIC_STRINGS));
+
+  /* Seconds a read or write may make no progress before the connection
+   * is closed. Applies to connections accepted from then on. */
+  properties [PROP_IDLE_TIMEOUT] =
+    g_param_spec_uint ("idle-timeout", NULL, NULL,
+                       1, G_MAXUINT, KAGED_API_DEFAULT_IDLE_TIMEOUT,
+                       (G_PARAM_READWRITE |
+                        G_PARAM_STATIC_STRINGS));
+
+  /* Seconds a connection has to send a request's headers, from when it
+   * opens or the previous answer went out; then it is closed. */
+  properties [PROP_REQUEST_TIMEOUT] =
+    g_param_spec_uint ("request-timeout", NULL, NULL,
+                       1, G_MAXUINT, KAGED_API_DEFAULT_REQUEST_TIMEOUT,
+                       (G_PARAM_READWRITE |
+                        G_PARAM_STATIC_STRINGS));
+
+  /* Seconds a request body may stop coming before it is answered 400. */
+  properties [PROP_BODY_TIMEOUT] =
+    g_param_spec_uint ("body-timeout", NULL, NULL,
+                       1, G_MAXUINT, KAGED_API_DEFAULT_BODY_TIMEOUT,
+                       (G_PARAM_READWRITE |
+                        G_PARAM_STATIC_STRINGS));
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -227,6 +296,11 @@ kaged_api_server_init (KagedApiServer *self)
 {
   self->max_body_size = KAGED_API_DEFAULT_MAX_BODY_SIZE;
   self->keepalive_interval = KAGED_API_DEFAULT_KEEPALIVE_MS;
+  self->max_connections = KAGED_API_DEFAULT_MAX_CONNECTIONS;
+  self->idle_timeout = KAGED_API_DEFAULT_IDLE_TIMEOUT;
+  self->request_timeout = KAGED_API_DEFAULT_REQUEST_TIMEOUT;
+  self->body_timeout = KAGED_API_DEFAULT_BODY_TIMEOUT;
+  kaged_api_connections_init (self);
   self->urls = g_ptr_array_new_with_free_func (g_free);
   self->streams = g_ptr_array_new_with_free_func (kaged_api_event_stream_free);
 }
@@ -278,6 +352,7 @@ ensure_server (KagedApiServer *self)
       self->server = soup_server_new (NULL, NULL);
       soup_server_add_early_handler (self->server, "/", kaged_api_auth_early_handler, self, NULL);
       soup_server_add_handler (self->server, "/", kaged_api_routes_handler, self, NULL);
+      kaged_api_connections_follow (self);
     }
 
   return self->server;
@@ -320,7 +395,8 @@ listen_on (KagedApiServer  *self,
       return FALSE;
     }
 
-  if (!soup_server_listen_socket (ensure_server (self), socket, 0, error))
+  ensure_server (self);
+  if (!kaged_api_connections_listen (self, socket, error))
     return FALSE;
 
   bound_port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (bound));
@@ -464,6 +540,7 @@ kaged_api_server_stop (KagedApiServer *self)
 
   if (self->server != NULL)
     soup_server_disconnect (self->server);
+  kaged_api_connections_stop (self);
 
   g_ptr_array_set_size (self->urls, 0);
   if (self->port != 0)
@@ -540,4 +617,18 @@ kaged_api_server_get_n_event_streams (KagedApiServer *self)
   g_return_val_if_fail (KAGED_IS_API_SERVER (self), 0);
 
   return self->streams->len;
+}
+
+/**
+ * kaged_api_server_get_n_connections:
+ *
+ * Returns: how many connections are open, those being answered and
+ *   closed included
+ */
+guint
+kaged_api_server_get_n_connections (KagedApiServer *self)
+{
+  g_return_val_if_fail (KAGED_IS_API_SERVER (self), 0);
+
+  return kaged_api_connections_count (self);
 }

@@ -18,6 +18,14 @@ G_BEGIN_DECLS
 #define KAGED_API_DEFAULT_KEEPALIVE_MS  (15 * 1000)
 /* At most this many event streams are open at once. */
 #define KAGED_API_MAX_EVENT_STREAMS     64
+/* At most this many connections are open at once; more are refused. */
+#define KAGED_API_DEFAULT_MAX_CONNECTIONS 512
+/* A connection whose reads or writes make no progress this long is closed (s). */
+#define KAGED_API_DEFAULT_IDLE_TIMEOUT    60
+/* A connection has this long to send a request's headers (s). */
+#define KAGED_API_DEFAULT_REQUEST_TIMEOUT 30
+/* A request body that stops coming this long is refused (s). */
+#define KAGED_API_DEFAULT_BODY_TIMEOUT    10
 
 #define KAGED_TYPE_API_SERVER (kaged_api_server_get_type ())
 
@@ -52,5 +60,6 @@ guint           kaged_api_server_get_keepalive_interval (KagedApiServer       *s
 void            kaged_api_server_set_keepalive_interval (KagedApiServer       *self,
                                                          guint                 interval_ms);
 guint           kaged_api_server_get_n_event_streams    (KagedApiServer       *self);
+guint           kaged_api_server_get_n_connections      (KagedApiServer       *self);
 
 G_END_DECLS

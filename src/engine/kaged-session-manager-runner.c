@@ -121,7 +121,8 @@ run_state_flush (KagedRunState *state)
 
   state->dirty = FALSE;
   kaged_message_set_content (state->message, state->text->str);
-  if (!kaged_store_update_message (state->manager->store, state->message, &error))
+  /* Without waiting for the disk: the reply's end takes this along. */
+  if (!kaged_store_save_streaming_text (state->manager->store, state->message, &error))
     warn_store_error ("save the reply", error);
 }
 

@@ -257,6 +257,58 @@ kaged_store_update_message (KagedStore    *self,
   return FALSE;
 }
 
+/**
+ * kaged_store_save_streaming_text:
+ * @message: an agent or summary message whose reply is streaming
+ *
+ * Writes @message as kaged_store_update_message() does, without waiting
+ * for the disk: the text of a reply is saved every few hundred
+ * milliseconds while it streams, and a sync each time would hold up the
+ * writing thread for nothing the person acknowledged. A power cut can lose
+ * what this saved since the last commit that waited, which the next such
+ * commit (the reply's end, at the latest) takes to the disk with it;
+ * recovery then finds the run interrupted with the text saved before.
+ * Inside a transaction, the transaction's commit waits as any other.
+ */
+gboolean
+kaged_store_save_streaming_text (KagedStore    *self,
+                                 KagedMessage  *message,
+                                 GError       **error)
+{
+  g_autoptr(GError) restore_error = NULL;
+  g_autofree char *restore = NULL;
+  gint64 level = 0;
+  gboolean saved;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (KAGED_IS_MESSAGE (message), FALSE);
+
+  /* SQLite changes the level only between transactions. */
+  if (self->depth > 0)
+    return kaged_store_update_message (self, message, error);
+
+  if (!_kaged_store_query_int (self, "PRAGMA synchronous", &level, error))
+    return FALSE;
+  if (level <= STORE_SYNCHRONOUS_RELAXED_LEVEL)
+    return kaged_store_update_message (self, message, error);
+
+  if (!_kaged_store_exec_sql (self, "PRAGMA synchronous = " STORE_SYNCHRONOUS_RELAXED, error))
+    return FALSE;
+
+  saved = kaged_store_update_message (self, message, error);
+
+  restore = g_strdup_printf ("PRAGMA synchronous = %" G_GINT64_FORMAT, level);
+  if (!_kaged_store_exec_sql (self, restore, &restore_error))
+    {
+      g_warning ("%s", restore_error->message);
+      if (saved)
+        g_propagate_error (error, g_steal_pointer (&restore_error));
+      return FALSE;
+    }
+
+  return saved;
+}
+
 /*
  * The place of a message in conversation order: its turn (the operator
  * message a reply answers, the message itself otherwise) and its id. An

@@ -18,6 +18,13 @@ G_BEGIN_DECLS
 #define OPEN_BUSY_TIMEOUT_MS 1000
 #define BUSY_TIMEOUT_MS      3000
 
+/* Every commit waits until the write-ahead log is on the disk, so what the
+ * store says is saved survives a power cut; only the text of a streaming
+ * reply is saved without waiting (docs/durability.md). */
+#define STORE_SYNCHRONOUS         "FULL"
+#define STORE_SYNCHRONOUS_RELAXED "NORMAL"
+#define STORE_SYNCHRONOUS_RELAXED_LEVEL 1
+
 typedef enum
 {
   STMT_BEGIN,

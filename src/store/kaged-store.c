@@ -263,7 +263,7 @@ kaged_store_initable_init (GInitable     *initable,
   if (!_kaged_store_exec_sql (self, "PRAGMA journal_mode = WAL", error) ||
       !_kaged_store_exec_sql (self, "PRAGMA journal_size_limit = " G_STRINGIFY (WAL_SIZE_LIMIT),
                               error) ||
-      !_kaged_store_exec_sql (self, "PRAGMA synchronous = NORMAL", error) ||
+      !_kaged_store_exec_sql (self, "PRAGMA synchronous = " STORE_SYNCHRONOUS, error) ||
       !_kaged_store_exec_sql (self, "PRAGMA foreign_keys = ON", error))
     return FALSE;
 

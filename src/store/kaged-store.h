@@ -178,6 +178,9 @@ KagedMessage         *kaged_store_get_message          (KagedStore              
 gboolean              kaged_store_update_message       (KagedStore                 *self,
                                                         KagedMessage               *message,
                                                         GError                    **error);
+gboolean              kaged_store_save_streaming_text  (KagedStore                 *self,
+                                                        KagedMessage               *message,
+                                                        GError                    **error);
 GPtrArray            *kaged_store_list_messages        (KagedStore                 *self,
                                                         gint64                      session_id,
                                                         gboolean                    include_superseded,

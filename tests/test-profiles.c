@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <sqlite3.h>
 
 #define G_SETTINGS_ENABLE_BACKEND
 #include <gio/gsettingsbackend.h>
@@ -488,6 +489,127 @@ test_core_spend_per_profile (void)
   g_rmdir (dir);
 }
 
+/* Each profile's limit counts the replies that went through it only. */
+static void
+test_spend_counts_own_runs (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("kaged-profiles-XXXXXX", &error);
+  g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
+  g_autofree char *url = NULL;
+  g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
+  g_autoptr(GSettings) settings = new_settings (backend);
+  g_autoptr(KagedProfiles) profiles = kaged_profiles_new (settings);
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedFakeServer) server = NULL;
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedCore) core = NULL;
+  g_autoptr(KagedSession) session = NULL;
+  g_autoptr(KagedProfile) free_profile = NULL;
+  g_autoptr(KagedRun) first = NULL;
+  g_autoptr(KagedRun) second = NULL;
+  g_autoptr(KagedRun) third = NULL;
+  KagedProfile *budget;
+
+  g_assert_no_error (error);
+  server = kaged_fake_server_new ("[{\"kind\": \"openai\", \"text\": \"Hi\", "
+                                  "\"usage\": {\"input_tokens\": 600, \"output_tokens\": 300}}]",
+                                  &error);
+  g_assert_no_error (error);
+  kaged_fake_server_listen (server, 0, &error);
+  g_assert_no_error (error);
+  url = kaged_fake_server_get_url (server);
+
+  /* "default": 1.20 a reply against a daily limit of 1.00. */
+  budget = kaged_profiles_get_default (profiles);
+  kaged_profile_set_kind (budget, KAGED_PROVIDER_KIND_OPENAI);
+  kaged_profile_set_base_url (budget, url);
+  kaged_profile_set_input_price (budget, 1000.0);
+  kaged_profile_set_output_price (budget, 2000.0);
+  kaged_profile_set_spend_limit_period (budget, KAGED_SPEND_PERIOD_DAILY);
+  kaged_profile_set_spend_limit (budget, 1.0);
+
+  /* A free server without a limit, the default at first. */
+  free_profile = kaged_profile_new ("Free", KAGED_PROVIDER_KIND_OPENAI, url, "test");
+  kaged_profiles_add (profiles, free_profile);
+  kaged_profiles_set_default (profiles, kaged_profile_get_id (free_profile));
+
+  store = kaged_store_open (db_path, &error);
+  g_assert_no_error (error);
+  core = kaged_core_new (store, keyring, NULL, NULL, KAGED_CORE_FLAGS_NONE);
+  kaged_core_set_profiles (core, profiles);
+  kaged_core_start (core);
+  session = kaged_core_create_session (core, "Two budgets", &error);
+  g_assert_no_error (error);
+
+  first = post_and_wait (core, kaged_session_get_id (session), "Through the free one");
+  g_assert_cmpint (kaged_run_get_status (first), ==, KAGED_RUN_STATUS_SUCCEEDED);
+
+  /* The free profile's tokens are not the budget's: it has spent nothing. */
+  kaged_profiles_set_default (profiles, "default");
+  second = post_and_wait (core, kaged_session_get_id (session), "Through the budget");
+  g_assert_cmpint (kaged_run_get_status (second), ==, KAGED_RUN_STATUS_SUCCEEDED);
+
+  /* Now it has: 1.20 of 1.00. */
+  third = post_and_wait (core, kaged_session_get_id (session), "Once more");
+  g_assert_cmpint (kaged_run_get_status (third), ==, KAGED_RUN_STATUS_FAILED);
+  g_assert_cmpint (kaged_run_get_retry_class (third), ==, KAGED_RETRY_CLASS_SPEND_LIMIT_EXCEEDED);
+  g_assert_cmpuint (kaged_fake_server_get_n_requests (server, NULL), ==, 2);
+
+  {
+    gint64 input = 0;
+    gint64 output = 0;
+
+    g_assert_true (kaged_store_sum_profile_usage (store, 0, "default", &input, &output, &error));
+    g_assert_no_error (error);
+    g_assert_cmpint (input, ==, 600);
+    g_assert_true (kaged_store_sum_profile_usage (store, 0, kaged_profile_get_id (free_profile),
+                                                  &input, &output, &error));
+    g_assert_cmpint (input, ==, 600);
+    g_assert_cmpint (output, ==, 300);
+    g_assert_true (kaged_store_sum_usage (store, 0, &input, &output, &error));
+    g_assert_cmpint (input, ==, 1200);
+  }
+
+  kaged_core_shutdown (core);
+  g_clear_object (&core);
+  g_clear_object (&store);
+
+  /* Runs recorded before there were profiles name none: they were the
+   * single provider's, which became "default". */
+  {
+    sqlite3 *db = NULL;
+    gint64 input = 0;
+    gint64 output = 0;
+
+    g_assert_cmpint (sqlite3_open (db_path, &db), ==, SQLITE_OK);
+    g_assert_cmpint (sqlite3_exec (db, "UPDATE runs SET profile_id = NULL "
+                                       "WHERE profile_id = 'default'", NULL, NULL, NULL),
+                     ==, SQLITE_OK);
+    sqlite3_close (db);
+
+    store = kaged_store_open (db_path, &error);
+    g_assert_no_error (error);
+    g_assert_true (kaged_store_sum_profile_usage (store, 0, "default", &input, &output, &error));
+    g_assert_no_error (error);
+    g_assert_cmpint (input, ==, 600);
+    g_assert_cmpint (output, ==, 300);
+    g_clear_object (&store);
+  }
+  {
+    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+    const char *name;
+
+    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+      {
+        g_autofree char *path = g_build_filename (dir, name, NULL);
+
+        g_unlink (path);
+      }
+  }
+  g_rmdir (dir);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -500,6 +622,7 @@ main (int   argc,
   g_test_add_func ("/profiles/default", test_default);
   g_test_add_func ("/profiles/list-follows-settings", test_list_follows_settings);
   g_test_add_func ("/profiles/core-spend-per-profile", test_core_spend_per_profile);
+  g_test_add_func ("/profiles/spend-counts-own-runs", test_spend_counts_own_runs);
 
   return g_test_run ();
 }

@@ -568,9 +568,10 @@ run_state_start (KagedRunState *state)
       return;
     }
 
-  /* The limit and prices are those of the profile the run goes through. */
+  /* The limit and prices are those of the profile the run goes through,
+   * and only the runs through it count. */
   kaged_spend_limit_init_from_profile (&spend, state->profile);
-  if (!kaged_spend_limit_check (&spend, self->store, now_ms (self), &error))
+  if (!kaged_spend_limit_check (&spend, self->store, state->profile_id, now_ms (self), &error))
     {
       _kaged_run_state_finish (state, error);
       return;

@@ -91,6 +91,9 @@ kaged_spend_limit_cost (const KagedSpendLimit *self,
 /**
  * kaged_spend_limit_check:
  *
+ * @profile_id: (nullable): the profile the run goes through, whose runs
+ *   alone count; %NULL to count every run
+ *
  * Whether a run may start: %FALSE with a `spend_limit_exceeded` provider
  * error when the usage recorded in the current period costs the limit or
  * more. Nothing is sent to the provider in that case.
@@ -98,6 +101,7 @@ kaged_spend_limit_cost (const KagedSpendLimit *self,
 gboolean
 kaged_spend_limit_check (const KagedSpendLimit  *self,
                          KagedStore             *store,
+                         const char             *profile_id,
                          gint64                  now_ms,
                          GError                **error)
 {
@@ -111,9 +115,17 @@ kaged_spend_limit_check (const KagedSpendLimit  *self,
   if (self->period == KAGED_SPEND_PERIOD_NONE || self->limit <= 0.0)
     return TRUE;
 
-  if (!kaged_store_sum_usage (store, kaged_spend_limit_period_start (self, now_ms),
-                              &input_tokens, &output_tokens, error))
-    return FALSE;
+  if (profile_id != NULL)
+    {
+      if (!kaged_store_sum_profile_usage (store, kaged_spend_limit_period_start (self, now_ms),
+                                          profile_id, &input_tokens, &output_tokens, error))
+        return FALSE;
+    }
+  else if (!kaged_store_sum_usage (store, kaged_spend_limit_period_start (self, now_ms),
+                                   &input_tokens, &output_tokens, error))
+    {
+      return FALSE;
+    }
 
   spent = kaged_spend_limit_cost (self, input_tokens, output_tokens);
   if (spent < self->limit)

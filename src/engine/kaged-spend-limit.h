@@ -38,6 +38,7 @@ double   kaged_spend_limit_cost         (const KagedSpendLimit  *self,
                                          gint64                  output_tokens);
 gboolean kaged_spend_limit_check        (const KagedSpendLimit  *self,
                                          KagedStore             *store,
+                                         const char             *profile_id,
                                          gint64                  now_ms,
                                          GError                **error);
 

@@ -398,3 +398,42 @@ kaged_store_sum_usage (KagedStore  *self,
   *output_tokens = has_row ? sqlite3_column_int64 (stmt, 1) : 0;
   return TRUE;
 }
+
+/**
+ * kaged_store_sum_profile_usage:
+ * @since_ms: the start of the period, epoch milliseconds
+ * @profile_id: a provider profile's id
+ * @input_tokens: (out): the input tokens used
+ * @output_tokens: (out): the output tokens used
+ *
+ * As kaged_store_sum_usage(), over the runs that went through the profile
+ * @profile_id only. Runs recorded before there were profiles count for
+ * "default", the profile the single provider of then became.
+ */
+gboolean
+kaged_store_sum_profile_usage (KagedStore  *self,
+                               gint64       since_ms,
+                               const char  *profile_id,
+                               gint64      *input_tokens,
+                               gint64      *output_tokens,
+                               GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  gboolean has_row = FALSE;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (profile_id != NULL, FALSE);
+  g_return_val_if_fail (input_tokens != NULL, FALSE);
+  g_return_val_if_fail (output_tokens != NULL, FALSE);
+
+  stmt = _kaged_store_get_stmt (self, STMT_RUN_PROFILE_USAGE, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, since_ms, error) ||
+      !_kaged_store_bind_text (self, stmt, 2, profile_id, error) ||
+      !_kaged_store_step_row (self, stmt, &has_row, error))
+    return FALSE;
+
+  *input_tokens = has_row ? sqlite3_column_int64 (stmt, 0) : 0;
+  *output_tokens = has_row ? sqlite3_column_int64 (stmt, 1) : 0;
+  return TRUE;
+}

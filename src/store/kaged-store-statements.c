@@ -161,6 +161,10 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
   [STMT_RUN_USAGE] =
     "SELECT coalesce (sum (input_tokens), 0), coalesce (sum (output_tokens), 0) FROM runs "
     "WHERE finished_at >= ?1 OR status = 'running'",
+  /* Runs from before profiles name none: they went through "default". */
+  [STMT_RUN_PROFILE_USAGE] =
+    "SELECT coalesce (sum (input_tokens), 0), coalesce (sum (output_tokens), 0) FROM runs "
+    "WHERE (finished_at >= ?1 OR status = 'running') AND coalesce (profile_id, 'default') = ?2",
   [STMT_ATTEMPT_INSERT] =
     "INSERT INTO attempts (run_id, seq, time, http_status, error, retry_class, wait_ms, "
     "wait_source) SELECT ?1, coalesce (max (seq), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7 "

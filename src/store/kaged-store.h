@@ -272,6 +272,12 @@ gboolean              kaged_store_sum_usage            (KagedStore              
                                                         gint64                     *input_tokens,
                                                         gint64                     *output_tokens,
                                                         GError                    **error);
+gboolean              kaged_store_sum_profile_usage    (KagedStore                 *self,
+                                                        gint64                      since_ms,
+                                                        const char                 *profile_id,
+                                                        gint64                     *input_tokens,
+                                                        gint64                     *output_tokens,
+                                                        GError                    **error);
 
 /* Tier 2 scheduler state */
 KagedStoreRetryState *kaged_store_get_retry_state      (KagedStore                 *self,

@@ -150,6 +150,38 @@ test_post_events_messages (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->fake, NULL), ==, 1);
 }
 
+/* A conversation made and spoken to over the API, with no window
+ * anywhere, takes its title from its first message. */
+static void
+test_title_from_first_message (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  g_autoptr(Response) created = NULL;
+  g_autoptr(Response) session = NULL;
+  g_autoptr(JsonObject) receipt = NULL;
+  g_autofree char *path = NULL;
+  JsonObject *object;
+  gint64 session_id;
+
+  fixture_set_scenario (fixture, "[{\"kind\": \"openai\", \"text\": \"Knead it.\"}]");
+  fixture_start (fixture);
+
+  created = request (fixture, "POST", "/api/v1/sessions", "{}");
+  g_assert_cmpuint (created->status, ==, SOUP_STATUS_CREATED);
+  object = response_object (created);
+  session_id = json_object_get_int_member (object, "id");
+  g_assert_true (json_object_get_null_member (object, "title") ||
+                 g_strcmp0 (json_object_get_string_member (object, "title"), "") == 0);
+
+  receipt = post_message (fixture, session_id, "How do I knead dough?\nIt is sticky.");
+
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT, session_id);
+  session = request (fixture, "GET", path, NULL);
+  g_assert_cmpuint (session->status, ==, SOUP_STATUS_OK);
+  g_assert_cmpstr (json_object_get_string_member (response_object (session), "title"), ==,
+                   "How do I knead dough?");
+}
+
 static void
 test_queue_behind_active_run (Fixture       *fixture,
                               gconstpointer  data)
@@ -617,6 +649,7 @@ main (int   argc,
 
   KAGED_API_TEST_ADD ("flow/post-events-messages", test_post_events_messages);
   KAGED_API_TEST_ADD ("flow/queue", test_queue_behind_active_run);
+  KAGED_API_TEST_ADD ("flow/title-from-first-message", test_title_from_first_message);
   KAGED_API_TEST_ADD ("flow/regenerate", test_regenerate);
   KAGED_API_TEST_ADD ("flow/list-after-regenerate", test_list_after_regenerate);
   KAGED_API_TEST_ADD ("flow/edit", test_edit);

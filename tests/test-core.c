@@ -281,6 +281,180 @@ test_retry_through_core (Fixture       *fixture,
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 1);
 }
 
+static void
+record_title_cb (KagedSessionManager *manager,
+                 KagedSession        *session,
+                 GPtrArray           *titles)
+{
+  g_ptr_array_add (titles, g_strdup (kaged_session_get_title (session)));
+}
+
+static char *
+stored_title (Fixture *fixture,
+              gint64   session_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedSession) session = NULL;
+
+  session = kaged_store_get_session (kaged_core_get_store (fixture->core), session_id, &error);
+  g_assert_no_error (error);
+
+  return g_strdup (kaged_session_get_title (session));
+}
+
+/* Without a window: the first message of an untitled conversation gives
+ * it its title, announced to every observer; later messages and a title
+ * given by hand are left alone. */
+static void
+test_title_from_first_message (Fixture       *fixture,
+                               gconstpointer  data)
+{
+  g_autoptr(GPtrArray) titles = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(KagedSession) untitled = NULL;
+  g_autoptr(KagedSession) renamed = NULL;
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedReceipt) third = NULL;
+  g_autoptr(KagedReceipt) other = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *title = NULL;
+  g_autofree char *kept = NULL;
+  g_autofree char *given = NULL;
+  g_autofree char *by_hand = NULL;
+  gint64 id;
+
+  untitled = kaged_core_create_session (fixture->core, NULL, &error);
+  g_assert_no_error (error);
+  id = kaged_session_get_id (untitled);
+  g_signal_connect (kaged_core_get_manager (fixture->core), "session-changed",
+                    G_CALLBACK (record_title_cb), titles);
+
+  first = kaged_core_post (fixture->core, id, "  How do I bake   bread?\nWith rye flour.", &error);
+  g_assert_no_error (error);
+  title = stored_title (fixture, id);
+  g_assert_cmpstr (title, ==, "How do I bake bread?");
+  g_assert_cmpuint (titles->len, >=, 1);
+  g_assert_cmpstr (g_ptr_array_index (titles, titles->len - 1), ==, "How do I bake bread?");
+
+  /* Queued behind the first reply: the title stays. */
+  second = kaged_core_post (fixture->core, id, "And cake?", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (second->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+  kept = stored_title (fixture, id);
+  g_assert_cmpstr (kept, ==, "How do I bake bread?");
+
+  /* A title given when the conversation was created stays. */
+  other = kaged_core_post (fixture->core, fixture->session_id, "Hello", &error);
+  g_assert_no_error (error);
+  given = stored_title (fixture, fixture->session_id);
+  g_assert_cmpstr (given, ==, "Core");
+
+  /* So does one given by hand before the first message. */
+  renamed = kaged_core_create_session (fixture->core, NULL, &error);
+  g_assert_no_error (error);
+  kaged_store_rename_session (kaged_core_get_store (fixture->core),
+                              kaged_session_get_id (renamed), "Groceries", &error);
+  g_assert_no_error (error);
+  third = kaged_core_post (fixture->core, kaged_session_get_id (renamed), "Milk, eggs", &error);
+  g_assert_no_error (error);
+  by_hand = stored_title (fixture, kaged_session_get_id (renamed));
+  g_assert_cmpstr (by_hand, ==, "Groceries");
+
+  g_signal_handlers_disconnect_by_func (kaged_core_get_manager (fixture->core),
+                                        record_title_cb, titles);
+}
+
+static KagedMessage *
+conversation_item (GListModel *model,
+                   guint       position)
+{
+  KagedMessage *message = g_list_model_get_item (model, position);
+
+  g_assert_nonnull (message);
+  g_object_unref (message);  /* the conversation keeps it */
+
+  return message;
+}
+
+/* Whoever posted it, a message waiting behind another run reads as
+ * queued in the read model until its run starts. */
+static void
+test_queued_messages (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = NULL;
+  g_autoptr(KagedConversation) opened_later = NULL;
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  GListModel *model;
+  KagedMessage *question;
+  KagedMessage *waiting;
+  KagedMessage *loaded;
+
+  conversation = kaged_core_open_conversation (fixture->core, fixture->session_id, &error);
+  g_assert_no_error (error);
+  model = G_LIST_MODEL (conversation);
+
+  first = kaged_core_post (fixture->core, fixture->session_id, "First", &error);
+  g_assert_no_error (error);
+  second = kaged_core_post (fixture->core, fixture->session_id, "Second", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (first->status, ==, KAGED_RECEIPT_STATUS_DISPATCHED);
+  g_assert_cmpint (second->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  /* First, its reply streaming, Second waiting. */
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 3);
+  question = conversation_item (model, 0);
+  waiting = conversation_item (model, 2);
+  g_assert_cmpint (kaged_message_get_id (question), ==, first->message_id);
+  g_assert_cmpint (kaged_message_get_id (waiting), ==, second->message_id);
+  g_assert_false (kaged_message_get_queued (question));
+  g_assert_true (kaged_message_get_queued (waiting));
+
+  /* Read from the store, it says so too. */
+  opened_later = kaged_conversation_new (kaged_core_get_manager (fixture->core),
+                                         fixture->session_id, &error);
+  g_assert_no_error (error);
+  loaded = conversation_item (G_LIST_MODEL (opened_later), 2);
+  g_assert_cmpint (kaged_message_get_id (loaded), ==, second->message_id);
+  g_assert_true (kaged_message_get_queued (loaded));
+  g_assert_false (kaged_message_get_queued (conversation_item (G_LIST_MODEL (opened_later), 0)));
+
+  /* Its run starts: no longer queued. */
+  run = wait_for_run (fixture, second->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_false (kaged_message_get_queued (waiting));
+  g_assert_false (kaged_message_get_queued (loaded));
+}
+
+/* A queued message whose run is cancelled no longer waits. */
+static void
+test_queued_cancelled (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = NULL;
+  g_autoptr(KagedReceipt) first = NULL;
+  g_autoptr(KagedReceipt) second = NULL;
+  g_autoptr(GError) error = NULL;
+  KagedMessage *waiting;
+
+  conversation = kaged_core_open_conversation (fixture->core, fixture->session_id, &error);
+  g_assert_no_error (error);
+  first = kaged_core_post (fixture->core, fixture->session_id, "First", &error);
+  g_assert_no_error (error);
+  second = kaged_core_post (fixture->core, fixture->session_id, "Second", &error);
+  g_assert_no_error (error);
+
+  waiting = conversation_item (G_LIST_MODEL (conversation), 2);
+  g_assert_true (kaged_message_get_queued (waiting));
+
+  g_assert_true (kaged_core_cancel_run (fixture->core, fixture->session_id, second->run_id, &error));
+  g_assert_no_error (error);
+  g_assert_false (kaged_message_get_queued (waiting));
+}
+
 /* A server handed to the core: where it listens, and stopped with it. */
 typedef struct
 {
@@ -374,6 +548,12 @@ main (int   argc,
               fixture_set_up, test_retry_off, fixture_tear_down);
   g_test_add ("/core/retry-through-core", Fixture, "[" OVERLOADED "]",
               fixture_set_up, test_retry_through_core, fixture_tear_down);
+  g_test_add ("/core/title-from-first-message", Fixture, NULL,
+              fixture_set_up, test_title_from_first_message, fixture_tear_down);
+  g_test_add ("/core/queued-messages", Fixture, NULL,
+              fixture_set_up, test_queued_messages, fixture_tear_down);
+  g_test_add ("/core/queued-cancelled", Fixture, NULL,
+              fixture_set_up, test_queued_cancelled, fixture_tear_down);
   g_test_add ("/core/server-owned", Fixture, NULL,
               fixture_set_up, test_server_owned, fixture_tear_down);
 

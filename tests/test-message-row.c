@@ -12,6 +12,7 @@
 
 #include "kaged-code-block.h"
 #include "kaged-markdown-view.h"
+#include "kaged-message-details.h"
 #include "kaged-message-row.h"
 
 /* --- helpers ------------------------------------------------------------------------ */
@@ -667,6 +668,27 @@ test_row_statuses (RowFixture    *f,
   g_assert_null (status);
 }
 
+/* Until its first words arrive, a reply says it is reaching the provider,
+ * not that it is writing. */
+static void
+test_row_connecting (RowFixture    *f,
+                     gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (10, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Connecting…"));
+  g_assert_null (shown_label (row, "Writing…"));
+
+  kaged_message_set_content (message, "Hel");
+  iterate ();
+  g_assert_null (shown_label (row, "Connecting…"));
+  g_assert_nonnull (shown_label (row, "Writing…"));
+}
+
 static void
 test_row_rebind (RowFixture    *f,
                  gconstpointer  data)
@@ -836,6 +858,140 @@ test_row_details (RowFixture    *f,
   gtk_popover_popdown (GTK_POPOVER (popover));
 }
 
+static gboolean
+is_label_ending_with (GtkWidget  *widget,
+                      const char *suffix)
+{
+  return GTK_IS_LABEL (widget) && g_str_has_suffix (gtk_label_get_text (GTK_LABEL (widget)), suffix);
+}
+
+static GtkWidget *
+popover_label (GtkWidget  *popover,
+               const char *text)
+{
+  return find_widget (popover, is_shown_label_with_text, text);
+}
+
+/* The details of a reply being written follow it while they are open:
+ * its state, its running time, each attempt as it comes, and its tokens
+ * and duration once it ends, without opening them again. */
+static void
+test_row_details_live (RowFixture    *f,
+                       gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (6, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  gint64 started = g_get_real_time () / 1000 - 2000;
+  KagedAttempt attempt = { 0 };
+  GtkWidget *popover;
+  GtkWidget *duration;
+  gint64 deadline;
+
+  kaged_run_set_id (run, 43);
+  kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
+  kaged_run_set_started_at (run, started);
+  kaged_message_set_run_id (message, 43);
+  kaged_message_row_set_message (f->row, message);
+  kaged_message_row_set_run (f->row, run);
+  iterate ();
+
+  click (button (GTK_WIDGET (f->row), "Message Details"));
+  iterate ();
+  popover = gtk_widget_get_last_child (GTK_WIDGET (f->row));
+  g_assert_true (GTK_IS_POPOVER (popover));
+  g_assert_true (gtk_widget_get_visible (popover));
+
+  g_assert_nonnull (popover_label (popover, "Connecting to the provider"));
+  g_assert_nonnull (popover_label (popover, "Counted when the reply ends"));
+  duration = find_widget (popover, is_label_ending_with, " s so far");
+  g_assert_nonnull (duration);
+  g_assert_null (popover_label (popover, "Attempt 1, 13:42:00"));
+
+  /* The first attempt fails and Tier 1 waits. */
+  attempt.time = 1773150120000;
+  attempt.http_status = 503;
+  attempt.error = (char *)"Service unavailable";
+  attempt.retry_class = KAGED_RETRY_CLASS_OVERLOADED;
+  attempt.wait_ms = 2000;
+  attempt.wait_source = (char *)"backoff";
+  kaged_run_add_attempt (run, &attempt);
+  iterate ();
+  g_assert_nonnull (popover_label (popover, "Attempt 1, 13:42:00"));
+  g_assert_nonnull (popover_label (popover, "Waiting to try again (attempt 2)"));
+
+  /* The running time moves on by itself. */
+  {
+    g_autofree char *before = g_strdup (gtk_label_get_text (GTK_LABEL (duration)));
+
+    deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+    while (g_str_equal (before, gtk_label_get_text (GTK_LABEL (duration))) &&
+           g_get_monotonic_time () < deadline)
+      g_main_context_iteration (NULL, TRUE);
+    g_assert_cmpstr (before, !=, gtk_label_get_text (GTK_LABEL (duration)));
+  }
+
+  /* The second answers and the text comes. */
+  attempt.time = 1773150122000;
+  attempt.http_status = 200;
+  attempt.error = NULL;
+  attempt.retry_class = KAGED_RETRY_CLASS_NONE;
+  attempt.wait_ms = 0;
+  attempt.wait_source = NULL;
+  kaged_run_add_attempt (run, &attempt);
+  kaged_message_set_content (message, "Hello");
+  iterate ();
+  g_assert_nonnull (popover_label (popover, "Attempt 2, 13:42:02"));
+  g_assert_nonnull (popover_label (popover, "HTTP 200"));
+  g_assert_nonnull (popover_label (popover, "Writing the reply"));
+
+  /* It ends: tokens, duration and state, in the same open popover. */
+  kaged_run_set_input_tokens (run, 30);
+  kaged_run_set_output_tokens (run, 12);
+  kaged_run_set_finished_at (run, started + 4200);
+  kaged_run_set_status (run, KAGED_RUN_STATUS_SUCCEEDED);
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+  g_assert_true (gtk_widget_get_visible (popover));
+  g_assert_nonnull (popover_label (popover, "30 in, 12 out"));
+  g_assert_nonnull (popover_label (popover, "4.2 s"));
+  g_assert_nonnull (popover_label (popover, "Complete"));
+  g_assert_null (popover_label (popover, "Writing the reply"));
+  g_assert_null (find_widget (popover, is_label_ending_with, " s so far"));
+
+  gtk_popover_popdown (GTK_POPOVER (popover));
+}
+
+/* A failed or stopped reply says so in its details. */
+static void
+test_row_details_outcomes (RowFixture    *f,
+                           gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (7, KAGED_MESSAGE_ROLE_AGENT, "Part",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  g_autofree char *queued = NULL;
+  g_autofree char *failed = NULL;
+  g_autofree char *stopped = NULL;
+  g_autofree char *interrupted = NULL;
+
+  kaged_run_set_status (run, KAGED_RUN_STATUS_QUEUED);
+  queued = kaged_message_details_describe_status (message, run);
+  g_assert_cmpstr (queued, ==, "Waiting for its turn");
+
+  kaged_run_set_status (run, KAGED_RUN_STATUS_FAILED);
+  failed = kaged_message_details_describe_status (message, run);
+  g_assert_cmpstr (failed, ==, "Failed");
+
+  kaged_run_set_status (run, KAGED_RUN_STATUS_CANCELLED);
+  stopped = kaged_message_details_describe_status (message, run);
+  g_assert_cmpstr (stopped, ==, "Stopped");
+
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_INTERRUPTED);
+  interrupted = kaged_message_details_describe_status (message, NULL);
+  g_assert_cmpstr (interrupted, ==, "Interrupted when Kaged closed");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -860,10 +1016,13 @@ main (int   argc,
   ROW_TEST ("/message-row/agent", test_row_agent);
   ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
+  ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
   ROW_TEST ("/message-row/pager", test_row_pager);
   ROW_TEST ("/message-row/details", test_row_details);
+  ROW_TEST ("/message-row/details-live", test_row_details_live);
+  ROW_TEST ("/message-row/details-outcomes", test_row_details_outcomes);
 
   return g_test_run ();
 }

@@ -39,6 +39,15 @@ typedef struct
 } Fixture;
 
 static GtkApplication *the_application;
+static guint n_preferences_opened;
+
+static void
+preferences_cb (GSimpleAction *action,
+                GVariant      *parameter,
+                gpointer       user_data)
+{
+  n_preferences_opened++;
+}
 
 static void
 g_set_str_local (char       **where,
@@ -97,9 +106,16 @@ fixture_set_up (Fixture       *fixture,
   /* One application for the whole program: it stays registered on the bus. */
   if (the_application == NULL)
     {
+      static const GActionEntry app_entries[] = {
+        { "preferences", preferences_cb, NULL, NULL, NULL, { 0 } },
+      };
+
       the_application = gtk_application_new ("io.github.kaged.Kaged.WindowTest",
                                              G_APPLICATION_NON_UNIQUE);
       g_signal_connect (the_application, "activate", G_CALLBACK (activate_cb), NULL);
+      /* What KagedApplication provides: the preferences, here counted. */
+      g_action_map_add_action_entries (G_ACTION_MAP (the_application), app_entries,
+                                       G_N_ELEMENTS (app_entries), NULL);
       g_application_register (G_APPLICATION (the_application), NULL, &error);
       g_assert_no_error (error);
     }
@@ -384,6 +400,45 @@ test_queue (Fixture       *fixture,
   g_assert_false (reply_on_screen (fixture, "Queued"));
 }
 
+static gboolean
+row_says (Fixture       *fixture,
+          gconstpointer  data)
+{
+  const char * const *what = data;   /* message id as text, then the words */
+  KagedMessageRow *row = row_of (fixture, g_ascii_strtoll (what[0], NULL, 10));
+
+  return row != NULL && label_shows (GTK_WIDGET (row), what[1]);
+}
+
+/* A message posted elsewhere (the HTTP API, a notification) while a reply
+ * streams waits its turn too, and the window says so until its run starts. */
+static void
+test_queue_from_elsewhere (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *id = NULL;
+  const char *what[2];
+
+  send (fixture, "First question");
+  g_assert_true (wait_for (fixture, reply_streaming, GUINT_TO_POINTER (1)));
+
+  receipt = kaged_core_post (fixture->core, kaged_window_get_session_id (fixture->window),
+                             "Second question, from elsewhere", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (receipt->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+
+  id = g_strdup_printf ("%" G_GINT64_FORMAT, receipt->message_id);
+  what[0] = id;
+  what[1] = "Queued";
+  g_assert_true (wait_for (fixture, row_says, what));
+
+  g_assert_true (wait_for (fixture, n_complete, GUINT_TO_POINTER (2)));
+  g_assert_false (row_says (fixture, what));
+  g_assert_false (reply_on_screen (fixture, "Queued"));
+}
+
 static void
 test_regenerate (Fixture       *fixture,
                  gconstpointer  data)
@@ -509,6 +564,226 @@ test_cancel_retry_run (Fixture       *fixture,
   g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
   g_assert_cmpint (kaged_message_get_status (shown_message (fixture, 1)), ==,
                    KAGED_MESSAGE_STATUS_CANCELLED);
+}
+
+/* --- keyboard ------------------------------------------------------------------ */
+
+/* Moves the focus with Tab through the whole window, once around, and
+ * returns every widget it stopped on. */
+static GPtrArray *
+walk_focus (Fixture *fixture)
+{
+  GPtrArray *visited = g_ptr_array_new_with_free_func (g_object_unref);
+  GtkWidget *window = GTK_WIDGET (fixture->window);
+  GtkWidget *first = NULL;
+
+  gtk_root_set_focus (GTK_ROOT (window), NULL);
+
+  for (guint i = 0; i < 400; i++)
+    {
+      GtkWidget *focus;
+
+      /* What Tab does; past the last control it starts again at the first. */
+      if (!gtk_widget_child_focus (window, GTK_DIR_TAB_FORWARD))
+        {
+          gtk_root_set_focus (GTK_ROOT (window), NULL);
+          if (!gtk_widget_child_focus (window, GTK_DIR_TAB_FORWARD))
+            break;
+        }
+
+      focus = gtk_root_get_focus (GTK_ROOT (window));
+      if (focus == NULL || focus == first)
+        break;
+      if (first == NULL)
+        first = focus;
+      g_ptr_array_add (visited, g_object_ref (focus));
+    }
+
+  return visited;
+}
+
+static gboolean
+accessible_label_is (GtkWidget  *widget,
+                     const char *name)
+{
+  g_autofree char *mismatch = gtk_test_accessible_check_property (GTK_ACCESSIBLE (widget),
+                                                                  GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                                                  name);
+
+  return mismatch == NULL;
+}
+
+/* Whether Tab reached a control named @name (inside @within, if given). */
+static gboolean
+reached (GPtrArray  *visited,
+         const char *name,
+         GtkWidget  *within)
+{
+  for (guint i = 0; i < visited->len; i++)
+    {
+      GtkWidget *widget = g_ptr_array_index (visited, i);
+
+      if (within != NULL && !gtk_widget_is_ancestor (widget, within))
+        continue;
+      if (name == NULL)
+        return TRUE;
+
+      /* The control itself, or the one it is part of (a menu button's
+       * toggle). */
+      for (guint up = 0; widget != NULL && up < 2; up++, widget = gtk_widget_get_parent (widget))
+        if (accessible_label_is (widget, name))
+          return TRUE;
+    }
+
+  return FALSE;
+}
+
+static void
+assert_reached (GPtrArray  *visited,
+                const char *name,
+                GtkWidget  *within)
+{
+  if (!reached (visited, name, within))
+    {
+      g_autoptr(GString) seen = g_string_new (NULL);
+
+      for (guint i = 0; i < visited->len; i++)
+        {
+          GtkWidget *widget = g_ptr_array_index (visited, i);
+          const char *tooltip = gtk_widget_get_tooltip_text (widget);
+
+          g_string_append_printf (seen, " %s%s%s%s", G_OBJECT_TYPE_NAME (widget),
+                                  tooltip != NULL ? " (" : "", tooltip != NULL ? tooltip : "",
+                                  tooltip != NULL ? ")" : "");
+        }
+      g_error ("Tab never reached “%s”; it stopped on:%s", name != NULL ? name : "(any)", seen->str);
+    }
+}
+
+/* Every control of the window can be reached with Tab alone: the
+ * composer and Send, New Conversation, the sidebar's conversations, and
+ * the actions of each message, the pager's both ways. */
+static void
+test_keyboard_reaches_everything (Fixture       *fixture,
+                                  gconstpointer  data)
+{
+  g_autoptr(GPtrArray) visited = NULL;
+  g_autoptr(GPtrArray) again = NULL;
+  GtkWidget *messages = child (fixture, "message_view");
+  GtkWidget *sessions = child (fixture, "session_view");
+  KagedMessageRow *row;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  kaged_composer_set_text (fixture->composer, "A draft");
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+
+  visited = walk_focus (fixture);
+  assert_reached (visited, "Message", GTK_WIDGET (fixture->composer));
+  assert_reached (visited, "Send", GTK_WIDGET (fixture->composer));
+  assert_reached (visited, "New Conversation", NULL);
+  assert_reached (visited, "Search", NULL);
+  assert_reached (visited, "Main Menu", NULL);
+  assert_reached (visited, NULL, sessions);
+  assert_reached (visited, "Conversation Menu", sessions);
+  assert_reached (visited, "Regenerate", messages);
+  assert_reached (visited, "Copy", messages);
+  assert_reached (visited, "Message Details", messages);
+  assert_reached (visited, "Previous Version", messages);
+  assert_reached (visited, "Edit", messages);
+
+  /* On the earlier version, the way forward. */
+  row = row_of (fixture, kaged_message_get_id (shown_message (fixture, 1)));
+  g_assert_nonnull (row);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.previous-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "1/2"));
+  again = walk_focus (fixture);
+  assert_reached (again, "Next Version", messages);
+}
+
+/* The retry banner's buttons are on the way too. */
+static void
+test_keyboard_reaches_banner (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  g_autoptr(GPtrArray) visited = NULL;
+  GtkWidget *banner = child (fixture, "retry_banner");
+
+  send (fixture, "Hello?");
+  g_assert_true (wait_for (fixture, banner_says, "Retrying in"));
+
+  visited = walk_focus (fixture);
+  assert_reached (visited, "Retry now", banner);
+  assert_reached (visited, "Cancel retry", banner);
+}
+
+/* While a reply streams, Stop is on the way instead of Send. */
+static void
+test_keyboard_reaches_stop (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  g_autoptr(GPtrArray) visited = NULL;
+
+  send (fixture, "Tell me a long story");
+  g_assert_true (wait_for (fixture, reply_streaming, GUINT_TO_POINTER (1)));
+
+  visited = walk_focus (fixture);
+  assert_reached (visited, "Stop", GTK_WIDGET (fixture->composer));
+  assert_reached (visited, "Message", GTK_WIDGET (fixture->composer));
+}
+
+static GtkWidget *
+find_button_labelled (GtkWidget  *widget,
+                      const char *label)
+{
+  if (GTK_IS_BUTTON (widget) && gtk_widget_get_mapped (widget) &&
+      g_strcmp0 (gtk_button_get_label (GTK_BUTTON (widget)), label) == 0)
+    return widget;
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkWidget *found = find_button_labelled (c, label);
+
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
+}
+
+static gboolean
+button_shown (Fixture       *fixture,
+              gconstpointer  data)
+{
+  return find_button_labelled (child (fixture, "message_view"), data) != NULL;
+}
+
+/* A key the provider refuses: the reply says so, nothing is retried, and
+ * Open Preferences opens the preferences. */
+static void
+test_auth_failed_offers_preferences (Fixture       *fixture,
+                                     gconstpointer  data)
+{
+  GtkWidget *button;
+  guint before = n_preferences_opened;
+
+  send (fixture, "Hello?");
+  g_assert_true (wait_for (fixture, reply_on_screen, "The provider did not accept the API key"));
+  g_assert_cmpint (kaged_message_get_retry_class (shown_message (fixture, 1)), ==,
+                   KAGED_RETRY_CLASS_AUTH_FAILED);
+  g_assert_true (wait_for (fixture, button_shown, "Open Preferences"));
+  g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
+
+  button = find_button_labelled (child (fixture, "message_view"), "Open Preferences");
+  g_assert_true (gtk_widget_is_sensitive (button));
+  g_signal_emit_by_name (button, "clicked");
+  g_assert_cmpuint (n_preferences_opened, ==, before + 1);
 }
 
 static gboolean
@@ -831,10 +1106,16 @@ main (int   argc,
   const char *storm =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
+  const char *unauthorized =
+    "[{\"status\": 401, \"body\": {\"error\": {\"message\": \"Incorrect API key provided\", "
+    "\"type\": \"invalid_request_error\", \"code\": \"invalid_api_key\"}}}]";
+
   const char *storm_slow =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
 
+  /* GTK's own test accessibility backend, to read accessible names. */
+  g_setenv ("GTK_A11Y", "test", TRUE);
   gtk_test_init (&argc, &argv, NULL);
   adw_init ();
 
@@ -844,6 +1125,7 @@ main (int   argc,
   ADD_TEST ("/window/send-shows-reply", reply, test_send_shows_reply);
   ADD_TEST ("/window/stop", slow, test_stop);
   ADD_TEST ("/window/queue", slow, test_queue);
+  ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);
@@ -856,6 +1138,10 @@ main (int   argc,
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
+  ADD_TEST ("/window/auth-failed-offers-preferences", unauthorized, test_auth_failed_offers_preferences);
+  ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);
+  ADD_TEST ("/window/keyboard/reaches-banner", "unreachable", test_keyboard_reaches_banner);
+  ADD_TEST ("/window/keyboard/reaches-stop", slow, test_keyboard_reaches_stop);
 
   return g_test_run ();
 }

@@ -26,6 +26,10 @@
  * content of the same object (one #GObject::notify per announcement, never
  * a reload), new messages and replies are inserted where they stand in
  * conversation order, and a regeneration removes what it superseded.
+ *
+ * An operator message whose run waits behind another run of the session
+ * is #KagedMessage:queued until that run starts or is dropped, whoever
+ * posted it.
  */
 
 /* Messages read from the store at once. */
@@ -54,6 +58,7 @@ struct _KagedConversation
   gulong               delta_id;
   gulong               changed_id;
   gulong               superseded_id;
+  gulong               run_changed_id;
 };
 
 static void kaged_conversation_list_model_iface_init (GListModelInterface *iface);
@@ -135,6 +140,11 @@ adopt (KagedConversation *self,
       if (text != NULL)
         kaged_message_set_content (message, text);
     }
+
+  if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR)
+    kaged_message_set_queued (message,
+                              _kaged_session_manager_is_anchor_queued (self->manager,
+                                                                       self->session_id, id));
 
   g_hash_table_insert (self->objects, int64_key (id), message);
   self->n_loaded++;
@@ -354,6 +364,28 @@ message_changed_cb (KagedSessionManager *manager,
     }
 }
 
+/* The operator message a run answers waits while the run is queued. */
+static void
+run_changed_cb (KagedSessionManager *manager,
+                KagedRun            *run,
+                KagedConversation   *self)
+{
+  gint64 anchor_id = kaged_run_get_anchor_id (run);
+  KagedMessage *object;
+
+  if (kaged_run_get_session_id (run) != self->session_id)
+    return;
+
+  object = g_hash_table_lookup (self->objects, &anchor_id);
+  if (object == NULL || kaged_message_get_role (object) != KAGED_MESSAGE_ROLE_OPERATOR)
+    return;
+
+  kaged_message_set_queued (object,
+                            kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED ||
+                            _kaged_session_manager_is_anchor_queued (manager, self->session_id,
+                                                                     anchor_id));
+}
+
 /* A regeneration superseded every current message after its anchor: the
  * end of the list. */
 static void
@@ -473,6 +505,8 @@ kaged_conversation_constructed (GObject *object)
                                        G_CALLBACK (message_changed_cb), self);
   self->superseded_id = g_signal_connect (self->manager, "messages-superseded",
                                           G_CALLBACK (messages_superseded_cb), self);
+  self->run_changed_id = g_signal_connect (self->manager, "run-changed",
+                                           G_CALLBACK (run_changed_cb), self);
 }
 
 static void
@@ -486,6 +520,7 @@ kaged_conversation_dispose (GObject *object)
       g_clear_signal_handler (&self->delta_id, self->manager);
       g_clear_signal_handler (&self->changed_id, self->manager);
       g_clear_signal_handler (&self->superseded_id, self->manager);
+      g_clear_signal_handler (&self->run_changed_id, self->manager);
     }
   g_clear_object (&self->manager);
   g_clear_object (&self->store);

@@ -19,8 +19,9 @@
  * top, a new one appears, a deleted one goes. Its objects are stable: a
  * change updates the same #KagedSession in place.
  *
- * A session without a title takes one from its first operator message. A
- * session can be hidden (while the window offers to undo its deletion)
+ * The engine gives an untitled session its title from its first operator
+ * message (kaged_session_manager_post()); the list follows. A session can
+ * be hidden (while the window offers to undo its deletion)
  * and deleted; a session with runs in flight has them cancelled first and
  * leaves the database as soon as it is idle.
  */
@@ -33,7 +34,6 @@ struct _KagedSessionList
   GHashTable          *hidden;         /* gint64 id → KagedSession */
   GHashTable          *pending_delete; /* gint64 ids waiting to be idle */
   gulong               session_changed_id;
-  gulong               message_added_id;
   guint                pending_delete_source;
 };
 
@@ -275,29 +275,6 @@ session_changed_cb (KagedSessionManager *manager,
     resort (self, position);
 }
 
-static void
-message_added_cb (KagedSessionManager *manager,
-                  KagedMessage        *message,
-                  KagedSessionList    *self)
-{
-  g_autoptr(GError) error = NULL;
-  g_autofree char *title = NULL;
-  KagedSession *session;
-
-  if (kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_OPERATOR)
-    return;
-
-  session = lookup_any (self, kaged_message_get_session_id (message), NULL);
-  if (session == NULL || (kaged_session_get_title (session) != NULL &&
-                          kaged_session_get_title (session)[0] != '\0'))
-    return;
-
-  title = kaged_session_title_from_content (kaged_message_get_content (message));
-  if (title[0] != '\0' &&
-      !kaged_session_list_rename (self, kaged_session_get_id (session), title, &error))
-    g_warning ("Could not give a conversation its title: %s", error->message);
-}
-
 static gboolean
 load (KagedSessionList  *self,
       GError           **error)
@@ -361,7 +338,6 @@ kaged_session_list_dispose (GObject *object)
   if (self->manager != NULL)
     {
       g_clear_signal_handler (&self->session_changed_id, self->manager);
-      g_clear_signal_handler (&self->message_added_id, self->manager);
     }
   g_clear_object (&self->manager);
   g_clear_handle_id (&self->pending_delete_source, g_source_remove);
@@ -448,8 +424,6 @@ kaged_session_list_new (KagedSessionManager *manager)
 
   self->session_changed_id = g_signal_connect (manager, "session-changed",
                                                G_CALLBACK (session_changed_cb), self);
-  self->message_added_id = g_signal_connect (manager, "message-added",
-                                             G_CALLBACK (message_added_cb), self);
 
   return self;
 }
@@ -645,64 +619,4 @@ kaged_session_list_delete (KagedSessionList  *self,
   schedule_pending_deletes (self);
 
   return TRUE;
-}
-
-/**
- * kaged_session_title_from_content:
- * @content: the first message of a conversation
- *
- * Returns: (transfer full): a title for the conversation: the first line
- *   of @content with its spaces folded, at most
- *   %KAGED_SESSION_TITLE_MAX_CHARS characters (cut at a word, with an
- *   ellipsis); empty for a message of only spaces
- */
-char *
-kaged_session_title_from_content (const char *content)
-{
-  g_autofree char *valid = NULL;
-  GString *title;
-  const char *p;
-  gboolean space = FALSE;
-  glong n_chars = 0;
-
-  g_return_val_if_fail (content != NULL, NULL);
-
-  valid = g_utf8_make_valid (content, -1);
-  title = g_string_new (NULL);
-
-  p = valid;
-  while (g_unichar_isspace (g_utf8_get_char (p)) && *p != '\0')
-    p = g_utf8_next_char (p);
-
-  for (; *p != '\0' && *p != '\n' && *p != '\r'; p = g_utf8_next_char (p))
-    {
-      gunichar c = g_utf8_get_char (p);
-
-      if (g_unichar_isspace (c))
-        {
-          space = TRUE;
-          continue;
-        }
-
-      if (n_chars >= KAGED_SESSION_TITLE_MAX_CHARS)
-        {
-          const char *cut = strrchr (title->str, ' ');
-
-          if (cut != NULL && (cut - title->str) > (gssize)title->len / 2)
-            g_string_truncate (title, cut - title->str);
-          g_string_append (title, "…");
-          return g_string_free (title, FALSE);
-        }
-
-      if (space && title->len > 0)
-        {
-          g_string_append_c (title, ' ');
-          n_chars++;
-        }
-      space = FALSE;
-      g_string_append_unichar (title, c);
-      n_chars++;
-    }
-
-  return g_string_free (title, FALSE);
 }

@@ -11,8 +11,6 @@
 
 G_BEGIN_DECLS
 
-#define KAGED_SESSION_TITLE_MAX_CHARS 60
-
 #define KAGED_TYPE_SESSION_LIST (kaged_session_list_get_type ())
 
 G_DECLARE_FINAL_TYPE (KagedSessionList, kaged_session_list, KAGED, SESSION_LIST, GObject)
@@ -34,6 +32,5 @@ void              kaged_session_list_set_hidden     (KagedSessionList     *self,
 gboolean          kaged_session_list_delete         (KagedSessionList     *self,
                                                      gint64                session_id,
                                                      GError              **error);
-char             *kaged_session_title_from_content  (const char           *content);
 
 G_END_DECLS

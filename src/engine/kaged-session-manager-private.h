@@ -161,6 +161,9 @@ KagedRunState     *_kaged_session_manager_find_active_run (KagedSessionManager *
 KagedRun          *_kaged_session_manager_find_queued_run (KagedSessionManager *self,
                                                            gint64               session_id,
                                                            gint64               run_id);
+gboolean           _kaged_session_manager_is_anchor_queued (KagedSessionManager *self,
+                                                            gint64               session_id,
+                                                            gint64               anchor_id);
 KagedMessage      *_kaged_session_manager_get_message_in_session (KagedSessionManager  *self,
                                                                   gint64                session_id,
                                                                   gint64                message_id,

@@ -207,6 +207,7 @@ typedef struct
   KagedMessage  *message;
   KagedRun      *run;
   KagedRunState *start;     /* the run starts at once, or NULL */
+  const char    *title;     /* for a session without one, or NULL */
 } PostWrite;
 
 static gboolean
@@ -217,6 +218,11 @@ post_in_transaction (KagedStore  *store,
   PostWrite *write = user_data;
 
   if (!kaged_store_append_message (store, write->message, error))
+    return FALSE;
+
+  if (write->title != NULL &&
+      !kaged_store_rename_session (store, kaged_message_get_session_id (write->message),
+                                   write->title, error))
     return FALSE;
 
   kaged_run_set_anchor_id (write->run, kaged_message_get_id (write->message));
@@ -239,6 +245,10 @@ post_in_transaction (KagedStore  *store,
  * or queues it behind the session's active run. Empty, whitespace-only or
  * too long content is refused and stores nothing.
  *
+ * A session without a title takes the first line of @content as its title,
+ * in the same transaction, whoever posted (the window, the HTTP API); a
+ * title the session has, given or renamed, is never replaced.
+ *
  * Returns: (transfer full): the receipt, or %NULL with @error set
  */
 KagedReceipt *
@@ -252,9 +262,11 @@ kaged_session_manager_post (KagedSessionManager  *self,
   g_autoptr(KagedRun) run = NULL;
   g_autoptr(GError) local_error = NULL;
   g_autoptr(KagedMessage) reply = NULL;
+  g_autofree char *title = NULL;
   KagedSessionEntry *state;
   KagedReceipt *receipt;
   PostWrite write = { NULL, };
+  const char *current_title;
 
   g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), NULL);
 
@@ -283,6 +295,13 @@ kaged_session_manager_post (KagedSessionManager  *self,
   state = _kaged_session_manager_get_session_state (self, session_id);
   write.message = message;
   write.run = run;
+  current_title = kaged_session_get_title (session);
+  if (current_title == NULL || current_title[0] == '\0')
+    {
+      title = kaged_session_title_from_content (content);
+      if (title[0] != '\0')
+        write.title = title;
+    }
   if (session_state_can_dispatch (self, state))
     write.start = _kaged_run_state_new (self, state, run);
 
@@ -297,6 +316,8 @@ kaged_session_manager_post (KagedSessionManager  *self,
   if (write.start == NULL)
     {
       g_signal_emit (self, _kaged_session_manager_signals [MESSAGE_ADDED], 0, message);
+      if (write.title != NULL)
+        _kaged_session_manager_emit_session_changed (self, session_id);
       return _kaged_session_manager_enqueue_run (self, state, run, kaged_message_get_id (message));
     }
 
@@ -308,6 +329,8 @@ kaged_session_manager_post (KagedSessionManager  *self,
   /* Observers see the run created and waiting, then started, as any other;
    * one of them may cancel it on the way. */
   g_signal_emit (self, _kaged_session_manager_signals [MESSAGE_ADDED], 0, message);
+  if (write.title != NULL)
+    _kaged_session_manager_emit_session_changed (self, session_id);
   if (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING)
     {
       kaged_run_set_status (run, KAGED_RUN_STATUS_QUEUED);

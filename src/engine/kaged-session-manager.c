@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include <glib/gi18n.h>
 
 #include "kaged-session-manager-private.h"
@@ -143,6 +145,28 @@ _kaged_session_manager_find_queued_run (KagedSessionManager *self,
     }
 
   return NULL;
+}
+
+/* Whether a run answering the operator message @anchor_id waits in the
+ * session's queue. */
+gboolean
+_kaged_session_manager_is_anchor_queued (KagedSessionManager *self,
+                                         gint64               session_id,
+                                         gint64               anchor_id)
+{
+  KagedSessionEntry *session = g_hash_table_lookup (self->sessions, &session_id);
+
+  if (session == NULL)
+    return FALSE;
+
+  for (GList *l = session->queue.head; l != NULL; l = l->next)
+    {
+      if (kaged_run_get_anchor_id (l->data) == anchor_id &&
+          kaged_run_get_status (l->data) == KAGED_RUN_STATUS_QUEUED)
+        return TRUE;
+    }
+
+  return FALSE;
 }
 
 /* ---------------------------------------------------------------------------
@@ -676,3 +700,62 @@ kaged_session_manager_shutdown (KagedSessionManager *self)
     }
 }
 
+/**
+ * kaged_session_title_from_content:
+ * @content: the first message of a conversation
+ *
+ * Returns: (transfer full): a title for the conversation: the first line
+ *   of @content with its spaces folded, at most
+ *   %KAGED_SESSION_TITLE_MAX_CHARS characters (cut at a word, with an
+ *   ellipsis); empty for a message of only spaces
+ */
+char *
+kaged_session_title_from_content (const char *content)
+{
+  g_autofree char *valid = NULL;
+  GString *title;
+  const char *p;
+  gboolean space = FALSE;
+  glong n_chars = 0;
+
+  g_return_val_if_fail (content != NULL, NULL);
+
+  valid = g_utf8_make_valid (content, -1);
+  title = g_string_new (NULL);
+
+  p = valid;
+  while (g_unichar_isspace (g_utf8_get_char (p)) && *p != '\0')
+    p = g_utf8_next_char (p);
+
+  for (; *p != '\0' && *p != '\n' && *p != '\r'; p = g_utf8_next_char (p))
+    {
+      gunichar c = g_utf8_get_char (p);
+
+      if (g_unichar_isspace (c))
+        {
+          space = TRUE;
+          continue;
+        }
+
+      if (n_chars >= KAGED_SESSION_TITLE_MAX_CHARS)
+        {
+          const char *cut = strrchr (title->str, ' ');
+
+          if (cut != NULL && (cut - title->str) > (gssize)title->len / 2)
+            g_string_truncate (title, cut - title->str);
+          g_string_append (title, "…");
+          return g_string_free (title, FALSE);
+        }
+
+      if (space && title->len > 0)
+        {
+          g_string_append_c (title, ' ');
+          n_chars++;
+        }
+      space = FALSE;
+      g_string_append_unichar (title, c);
+      n_chars++;
+    }
+
+  return g_string_free (title, FALSE);
+}

@@ -19,6 +19,8 @@
 
 G_BEGIN_DECLS
 
+#define KAGED_SESSION_TITLE_MAX_CHARS 60
+
 #define KAGED_ENGINE_ERROR (kaged_engine_error_quark ())
 
 /**
@@ -158,5 +160,6 @@ gboolean             kaged_session_manager_get_run_model        (KagedSessionMan
                                                                  char                  **profile_name,
                                                                  char                  **model,
                                                                  GError                **error);
+char                *kaged_session_title_from_content       (const char           *content);
 
 G_END_DECLS

@@ -32,6 +32,7 @@ struct _KagedMessage
   gint64 retry_after_until;
   gint64 superseded_by_run;
   guint compacted : 1;
+  guint queued : 1;
 };
 
 G_DEFINE_FINAL_TYPE (KagedMessage, kaged_message, G_TYPE_OBJECT)
@@ -51,6 +52,7 @@ enum {
   PROP_RETRY_AFTER_UNTIL,
   PROP_SUPERSEDED_BY_RUN,
   PROP_COMPACTED,
+  PROP_QUEUED,
   N_PROPS
 };
 
@@ -129,6 +131,10 @@ kaged_message_get_property (GObject    *object,
       g_value_set_boolean (value, self->compacted);
       break;
 
+    case PROP_QUEUED:
+      g_value_set_boolean (value, self->queued);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -194,6 +200,10 @@ kaged_message_set_property (GObject      *object,
 
     case PROP_COMPACTED:
       kaged_message_set_compacted (self, g_value_get_boolean (value));
+      break;
+
+    case PROP_QUEUED:
+      kaged_message_set_queued (self, g_value_get_boolean (value));
       break;
 
     default:
@@ -364,6 +374,20 @@ kaged_message_class_init (KagedMessageClass *klass)
    */
   properties [PROP_COMPACTED] =
     g_param_spec_boolean ("compacted", NULL, NULL,
+                          FALSE,
+                          (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessage:queued:
+   *
+   * For an operator message, whether the run that answers it still waits
+   * its turn behind another run of the session. Not stored: the read
+   * model (#KagedConversation) keeps it.
+   */
+  properties [PROP_QUEUED] =
+    g_param_spec_boolean ("queued", NULL, NULL,
                           FALSE,
                           (G_PARAM_READWRITE |
                           G_PARAM_EXPLICIT_NOTIFY |
@@ -672,6 +696,29 @@ kaged_message_set_compacted (KagedMessage *self,
     {
       self->compacted = compacted;
       g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_COMPACTED]);
+    }
+}
+
+gboolean
+kaged_message_get_queued (KagedMessage *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE (self), FALSE);
+
+  return self->queued;
+}
+
+void
+kaged_message_set_queued (KagedMessage *self,
+                          gboolean      queued)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE (self));
+
+  queued = !!queued;
+
+  if (self->queued != queued)
+    {
+      self->queued = queued;
+      g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_QUEUED]);
     }
 }
 

@@ -56,6 +56,9 @@ void               kaged_message_set_superseded_by_run (KagedMessage *self,
 gboolean           kaged_message_get_compacted         (KagedMessage *self);
 void               kaged_message_set_compacted         (KagedMessage *self,
                                                         gboolean compacted);
+gboolean           kaged_message_get_queued            (KagedMessage *self);
+void               kaged_message_set_queued            (KagedMessage *self,
+                                                        gboolean queued);
 gboolean           kaged_message_is_superseded         (KagedMessage *self);
 
 G_END_DECLS

@@ -169,7 +169,8 @@ is_agent (KagedMessageRow *self)
  * kaged_message_row_describe_status:
  *
  * Returns: (transfer full) (nullable): the words the row shows about the
- *   state of its message — "Queued", "Writing…", "Stopped", "Failed", … —
+ *   state of its message — "Queued", "Connecting…", "Writing…", "Stopped",
+ *   "Failed", … —
  *   or %NULL for a complete message
  */
 char *
@@ -189,7 +190,15 @@ kaged_message_row_describe_status (KagedMessageRow *self)
   switch (kaged_message_get_status (self->message))
     {
     case KAGED_MESSAGE_STATUS_STREAMING:
-      return g_strdup (_("Writing…"));
+      {
+        const char *content = kaged_message_get_content (self->message);
+
+        /* Until the first words arrive, the provider is being reached (and
+         * the request perhaps tried again). */
+        if (content == NULL || content[0] == '\0')
+          return g_strdup (_("Connecting…"));
+        return g_strdup (_("Writing…"));
+      }
     case KAGED_MESSAGE_STATUS_FAILED:
       return g_strdup (_("Failed"));
     case KAGED_MESSAGE_STATUS_CANCELLED:
@@ -317,6 +326,10 @@ on_content_changed (KagedMessageRow *self)
   if (self->message != NULL &&
       kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING)
     {
+      /* The first words: from "Connecting…" to "Writing…". */
+      if (g_strcmp0 (gtk_label_get_label (self->status_label), _("Connecting…")) == 0)
+        update_state (self);
+
       if (self->description_source == 0)
         self->description_source = g_timeout_add (DESCRIPTION_INTERVAL_MS,
                                                   update_description_later_cb, self);
@@ -737,6 +750,8 @@ kaged_message_row_init (KagedMessageRow *self)
                         G_BINDING_SYNC_CREATE);
   g_binding_group_bind (self->message_bindings, "content", self->markdown_view, "text",
                         G_BINDING_SYNC_CREATE);
+  g_binding_group_bind (self->message_bindings, "queued", self, "queued",
+                        G_BINDING_SYNC_CREATE);
 
   self->message_signals = g_signal_group_new (KAGED_TYPE_MESSAGE);
   g_signal_group_connect_swapped (self->message_signals, "notify::content",
@@ -797,6 +812,7 @@ kaged_message_row_set_message (KagedMessageRow *self,
     {
       gtk_label_set_label (self->operator_label, "");
       kaged_markdown_view_set_text (self->markdown_view, NULL);
+      kaged_message_row_set_queued (self, FALSE);
     }
 
   g_binding_group_set_source (self->message_bindings, message);
@@ -926,7 +942,7 @@ kaged_message_row_get_queued (KagedMessageRow *self)
  * kaged_message_row_set_queued:
  *
  * Marks the message as waiting for the reply before it: the row says
- * "Queued".
+ * "Queued". The row follows #KagedMessage:queued of its message.
  */
 void
 kaged_message_row_set_queued (KagedMessageRow *self,

@@ -251,52 +251,6 @@ edit_action (GtkWidget  *widget,
  * Rows
  * ------------------------------------------------------------------------- */
 
-static gboolean
-is_queued (KagedWindow  *self,
-           KagedMessage *message)
-{
-  gint64 id = message != NULL ? kaged_message_get_id (message) : 0;
-
-  return id > 0 && g_hash_table_contains (self->queued, &id);
-}
-
-static void
-refresh_queued_rows (KagedWindow *self)
-{
-  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view));
-       item != NULL;
-       item = gtk_widget_get_next_sibling (item))
-    {
-      GtkWidget *row = gtk_widget_get_first_child (item);
-
-      if (KAGED_IS_MESSAGE_ROW (row))
-        kaged_message_row_set_queued (KAGED_MESSAGE_ROW (row),
-                                      is_queued (self, kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))));
-    }
-}
-
-/**
- * kaged_window_mark_queued:
- *
- * Shows the operator message @message_id as waiting for its turn.
- */
-void
-kaged_window_mark_queued (KagedWindow *self,
-                          gint64       message_id,
-                          gint64       run_id)
-{
-  g_hash_table_add (self->queued, g_memdup2 (&message_id, sizeof message_id));
-  refresh_queued_rows (self);
-}
-
-void
-kaged_window_unmark_queued (KagedWindow *self,
-                            gint64       message_id)
-{
-  if (g_hash_table_remove (self->queued, &message_id))
-    refresh_queued_rows (self);
-}
-
 static GListModel *
 list_versions (KagedWindow  *self,
                KagedMessage *reply)
@@ -338,7 +292,6 @@ message_bind_cb (GtkSignalListItemFactory *factory,
   KagedMessage *message = gtk_list_item_get_item (item);
 
   kaged_message_row_set_message (row, message);
-  kaged_message_row_set_queued (row, is_queued (self, message));
 
   if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
     {

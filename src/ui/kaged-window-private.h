@@ -27,7 +27,6 @@ struct _KagedWindow
   GListModel           *conversation;
   GtkSelectionModel    *message_selection;
   GSignalGroup         *session_signals; /* the shown KagedSession */
-  GHashTable           *queued;     /* gint64 operator message ids waiting their turn */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
   gint64                session_id;
   guint                 scroll_source;
@@ -76,11 +75,6 @@ KagedReceipt        *kaged_window_post                 (KagedWindow      *self,
                                                         GError          **error);
 gboolean             kaged_window_stop                 (KagedWindow      *self,
                                                         GError          **error);
-void                 kaged_window_mark_queued          (KagedWindow      *self,
-                                                        gint64            message_id,
-                                                        gint64            run_id);
-void                 kaged_window_unmark_queued        (KagedWindow      *self,
-                                                        gint64            message_id);
 
 /* kaged-window-sessions.c: deleting conversations, with Undo */
 void                 kaged_window_class_init_sessions  (GtkWidgetClass   *widget_class);

@@ -227,7 +227,6 @@ kaged_window_show_session (KagedWindow *self,
   g_return_if_fail (KAGED_IS_WINDOW (self));
 
   self->session_id = MAX (session_id, 0);
-  g_hash_table_remove_all (self->queued);
 
   coordinator = get_coordinator (self);
   if (coordinator != NULL && self->session_id > 0)
@@ -378,9 +377,6 @@ composer_send_cb (KagedWindow   *self,
       return;
     }
 
-  if (receipt->status == KAGED_RECEIPT_STATUS_QUEUED)
-    kaged_window_mark_queued (self, receipt->message_id, receipt->run_id);
-
   kaged_composer_clear (composer);
   self->follow_end = TRUE;
   gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
@@ -429,8 +425,6 @@ run_changed_cb (KagedSessionManager *manager,
   if (kaged_run_get_session_id (run) != self->session_id)
     return;
 
-  if (kaged_run_get_status (run) != KAGED_RUN_STATUS_QUEUED)
-    kaged_window_unmark_queued (self, kaged_run_get_anchor_id (run));
   update_composer (self);
 }
 
@@ -618,7 +612,6 @@ kaged_window_finalize (GObject *object)
 
   g_clear_object (&self->settings);
   g_clear_object (&self->session_selection);
-  g_clear_pointer (&self->queued, g_hash_table_unref);
   g_clear_pointer (&self->deleting, g_hash_table_unref);
 
   G_OBJECT_CLASS (kaged_window_parent_class)->finalize (object);
@@ -699,7 +692,6 @@ kaged_window_init (KagedWindow *self)
   gtk_window_set_title (GTK_WINDOW (self), _("Kaged (Development)"));
 #endif
 
-  self->queued = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   self->deleting = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   self->follow_end = TRUE;
 

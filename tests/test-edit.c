@@ -28,6 +28,7 @@ fixture_set_up (Fixture       *fixture,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedProfile) profile = NULL;
+  g_autoptr(KagedKeyring) keyring = NULL;
   g_autoptr(KagedSession) session = NULL;
   g_autofree char *db_path = NULL;
   g_autofree char *url = NULL;
@@ -44,8 +45,8 @@ fixture_set_up (Fixture       *fixture,
 
   fixture->store = kaged_store_open (db_path, &error);
   g_assert_no_error (error);
-  fixture->core = kaged_core_new (fixture->store, kaged_memory_keyring_new (), NULL, NULL,
-                                  KAGED_CORE_FLAGS_NONE);
+  keyring = kaged_memory_keyring_new ();
+  fixture->core = kaged_core_new (fixture->store, keyring, NULL, NULL, KAGED_CORE_FLAGS_NONE);
   profile = kaged_profile_new ("test", KAGED_PROVIDER_KIND_OPENAI, url, "test-model");
   kaged_core_set_profile (fixture->core, profile);
   kaged_core_start (fixture->core);

@@ -268,6 +268,7 @@ test_conversation_order_with_queued_posts (Fixture       *fixture,
                                   "A2 in ten pieces"));
 
   /* The latest run in conversation order is Q3's newest. */
+  g_clear_object (&run);
   run = kaged_store_get_latest_run_in_conversation (fixture->store, session_id, &error);
   g_assert_no_error (error);
   g_assert_cmpint (kaged_run_get_id (run), ==, regen->run_id);

@@ -419,7 +419,6 @@ test_cancel_from_observer_during_post (Fixture       *fixture,
   g_autoptr(GString) events = g_string_new (NULL);
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(KagedRun) run = NULL;
-  g_autoptr(KagedMessage) reply = NULL;
   Observer observer = { fixture, events };
   gulong handlers[3];
 

@@ -378,8 +378,6 @@ test_new_conversation (Fixture       *fixture,
   g_autoptr(KagedReceipt) receipt = NULL;
   g_autoptr(KagedSession) started = NULL;
   g_autoptr(GError) error = NULL;
-  g_autofree char *model = NULL;
-  g_autofree char *prompt = NULL;
   gint64 old_session = fixture->session_id;
 
   /* The existing conversation has a reply: it is not new. */

@@ -210,7 +210,7 @@ test_ollama_fixture (void)
       g_autoptr(GError) error = NULL;
       gboolean done = FALSE;
       Reply reply;
-      g_autoptr(KagedChat) chat = decode (input, len, piece, &reply, &done, &error);
+      g_autoptr(KagedChat) chat G_GNUC_UNUSED = decode (input, len, piece, &reply, &done, &error);
 
       g_assert_no_error (error);
       g_assert_true (done);
@@ -232,7 +232,7 @@ test_ollama_error_line (void)
   g_autoptr(GError) error = NULL;
   gboolean done = FALSE;
   Reply reply;
-  g_autoptr(KagedChat) chat = decode (input, strlen (input), 5, &reply, &done, &error);
+  g_autoptr(KagedChat) chat G_GNUC_UNUSED = decode (input, strlen (input), 5, &reply, &done, &error);
 
   g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_SERVER_ERROR);
   g_assert_cmpstr (kaged_provider_error_get_provider_message (error), ==,
@@ -252,7 +252,7 @@ test_split_character (void)
   g_autoptr(GError) error = NULL;
   gboolean done = FALSE;
   Reply reply;
-  g_autoptr(KagedChat) chat = decode (input, strlen (input), 3, &reply, &done, &error);
+  g_autoptr(KagedChat) chat G_GNUC_UNUSED = decode (input, strlen (input), 3, &reply, &done, &error);
 
   /* Each line is JSON of its own: its broken byte is repaired there. */
   g_assert_no_error (error);

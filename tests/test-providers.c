@@ -911,10 +911,22 @@ test_over_cap (void)
   g_assert_cmpstr (c->call.text->str, ==, "");
 }
 
-static gboolean
-cancel_later (gpointer user_data)
+typedef struct
 {
-  g_cancellable_cancel (user_data);
+  Server       *server;
+  GCancellable *cancellable;
+} CancelOnRequest;
+
+/* Cancels once the server has the request, however slow the machine. */
+static gboolean
+cancel_on_request (gpointer user_data)
+{
+  CancelOnRequest *data = user_data;
+
+  if (data->server->n_requests == 0)
+    return G_SOURCE_CONTINUE;
+
+  g_cancellable_cancel (data->cancellable);
   return G_SOURCE_REMOVE;
 }
 
@@ -927,8 +939,11 @@ test_cancel_open (void)
       g_autoptr(GCancellable) cancellable = g_cancellable_new ();
       gint64 started = g_get_monotonic_time ();
 
+      CancelOnRequest data = { NULL, cancellable };
+
       c->server->mode = MODE_STALL_OPEN;
-      g_timeout_add (50, cancel_later, cancellable);
+      data.server = c->server;
+      g_timeout_add (10, cancel_on_request, &data);
       case_run (c, cancellable);
 
       g_assert_error (c->call.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
@@ -1341,7 +1356,7 @@ test_chat_split_characters (void)
   for (guint i = 0; i < 4; i++)
     {
       kaged_chat_push_delta (chat, KAGED_DELTA_TEXT, emoji + i, 1);
-      kaged_chat_push_delta (chat, KAGED_DELTA_THINKING, "\xE2\x9C\x93" + (i % 3), 1);
+      kaged_chat_push_delta (chat, KAGED_DELTA_THINKING, &"\xE2\x9C\x93"[i % 3], 1);
     }
   g_assert_cmpstr (deltas.text->str, ==, "café!🎉");
   g_assert_cmpstr (deltas.thinking->str, ==, "✓");

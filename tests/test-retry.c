@@ -1140,7 +1140,8 @@ test_http_timeouts (Fixture       *fixture,
   g_autofree char *url = NULL;
 
   /* No headers in time, then silence after the role chunk (no text yet),
-   * then a reply: two timeouts of the open call, both retried. */
+   * then a reply: two timeouts of the open call, both retried. A second
+   * leaves the reply time enough on a slow (sanitized, loaded) machine. */
   use_server (fixture, "openai",
               "[{\"kind\": \"openai\", \"text\": \"late\", \"headers_delay_ms\": 5000},"
               " {\"kind\": \"openai\", \"text\": \"stuck\", \"hang_after_chunks\": 1},"
@@ -1151,8 +1152,8 @@ test_http_timeouts (Fixture       *fixture,
                         "base-url", url,
                         "model", "test-model",
                         "clock", fixture->clock,
-                        "first-byte-timeout-ms", 100,
-                        "idle-timeout-ms", 100,
+                        "first-byte-timeout-ms", 1000,
+                        "idle-timeout-ms", 1000,
                         NULL);
   g_clear_object (&fixture->retry);
   fixture->retry = kaged_retry_provider_new (inner, fixture->clock, fixture->random);

@@ -562,8 +562,8 @@ test_invalid_utf8 (void)
     "data: [DONE]\n\n";
   g_autoptr(GError) error = NULL;
   Reply reply;
-  g_autoptr(KagedChat) chat = decode (kaged_openai_decoder_new, input, strlen (input), 7,
-                                      &reply, &error);
+  g_autoptr(KagedChat) chat G_GNUC_UNUSED = decode (kaged_openai_decoder_new, input, strlen (input), 7,
+                                                    &reply, &error);
 
   g_assert_no_error (error);
   /* One U+FFFD for each byte that is not part of a valid character. */

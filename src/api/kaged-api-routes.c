@@ -197,7 +197,6 @@ list_sessions (KagedApiRequest *request)
 static void
 create_session (KagedApiRequest *request)
 {
-  g_autoptr(JsonBuilder) builder = NULL;
   g_autoptr(KagedSession) session = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *location = NULL;

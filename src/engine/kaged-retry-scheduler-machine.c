@@ -328,7 +328,7 @@ static void handle_finished (KagedRetryScheduler *self,
 static void
 dispatch (KagedRetryScheduler *self)
 {
-  g_autoptr(KagedRetryScheduler) hold = g_object_ref (self);
+  g_autoptr(KagedRetryScheduler) hold G_GNUC_UNUSED = g_object_ref (self);
   g_autoptr(GCancellable) cancellable = NULL;
   g_autoptr(GError) error = NULL;
   guint64 generation = self->generation;

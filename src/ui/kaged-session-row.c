@@ -257,14 +257,18 @@ kaged_session_row_init (KagedSessionRow *self)
   g_signal_group_connect_swapped (self->scheduler_signals, "notify::next-eligible-time",
                                   G_CALLBACK (update_retry), self);
 
-  g_signal_connect_swapped (self->title_entry, "activate", G_CALLBACK (entry_activate_cb), self);
+  /* The entry and its controllers can outlive the row while a window is
+   * destroyed (focus leaves the entry then): none may call a freed row. */
+  g_signal_connect_object (self->title_entry, "activate", G_CALLBACK (entry_activate_cb), self,
+                           G_CONNECT_SWAPPED);
   keys = gtk_event_controller_key_new ();
-  g_signal_connect (keys, "key-pressed", G_CALLBACK (entry_key_pressed_cb), self);
+  g_signal_connect_object (keys, "key-pressed", G_CALLBACK (entry_key_pressed_cb), self, 0);
   gtk_widget_add_controller (GTK_WIDGET (self->title_entry), keys);
   {
     GtkEventController *focus = gtk_event_controller_focus_new ();
 
-    g_signal_connect_swapped (focus, "leave", G_CALLBACK (entry_focus_leave_cb), self);
+    g_signal_connect_object (focus, "leave", G_CALLBACK (entry_focus_leave_cb), self,
+                             G_CONNECT_SWAPPED);
     gtk_widget_add_controller (GTK_WIDGET (self->title_entry), focus);
   }
 }

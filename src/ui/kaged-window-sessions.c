@@ -85,7 +85,6 @@ kaged_window_delete_session (KagedWindow *self,
 {
   KagedSession *session;
   AdwToast *toast;
-  g_autofree char *title = NULL;
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
 

@@ -443,6 +443,17 @@ kaged_api_connections_refuse (KagedApiServer    *self,
   answer_and_close (self, stream, socket, answer);
 }
 
+/* Closes the connection of @msg, whatever it is doing. */
+void
+kaged_api_connections_close (KagedApiServer    *self,
+                             SoupServerMessage *msg)
+{
+  KagedApiConnection *connection = lookup_connection (self, msg);
+
+  if (connection != NULL)
+    g_socket_shutdown (connection->socket, TRUE, TRUE, NULL);
+}
+
 /* ---------------------------------------------------------------------------
  * Requests on a connection
  * ------------------------------------------------------------------------- */

@@ -30,7 +30,15 @@ typedef struct
   SoupServerMessage *msg;
   gint64             session_id;
   gulong             finished_id;
+  gulong             wrote_id;
   GSource           *keepalive;
+  GSource           *drop_grace;
+  /* Frames handed to libsoup and not written yet, and those waiting
+   * behind them here. */
+  gsize              in_flight;
+  GQueue             waiting;     /* GBytes */
+  gsize              waiting_bytes;
+  gboolean           dropped;
 } KagedApiEventStream;
 
 void
@@ -43,20 +51,129 @@ kaged_api_event_stream_free (gpointer data)
       g_source_destroy (stream->keepalive);
       g_clear_pointer (&stream->keepalive, g_source_unref);
     }
+  if (stream->drop_grace != NULL)
+    {
+      g_source_destroy (stream->drop_grace);
+      g_clear_pointer (&stream->drop_grace, g_source_unref);
+    }
+  g_queue_clear_full (&stream->waiting, (GDestroyNotify)g_bytes_unref);
   g_clear_signal_handler (&stream->finished_id, stream->msg);
+  g_clear_signal_handler (&stream->wrote_id, stream->msg);
   g_clear_object (&stream->msg);
   g_free (stream);
 }
 
+static GBytes *
+frame_new (const char *event,
+           const char *json)
+{
+  char *text = g_strdup_printf ("event: %s\ndata: %s\n\n", event, json);
+
+  return g_bytes_new_take (text, strlen (text));
+}
+
 static void
-event_stream_write (KagedApiEventStream *stream,
-                    const char          *frame,
-                    gsize                length)
+event_stream_hand_over (KagedApiEventStream *stream,
+                        GBytes              *frame)
 {
   SoupMessageBody *body = soup_server_message_get_response_body (stream->msg);
 
-  soup_message_body_append (body, SOUP_MEMORY_COPY, frame, length);
+  stream->in_flight += g_bytes_get_size (frame);
+  soup_message_body_append_bytes (body, frame);
   soup_server_message_unpause (stream->msg);
+}
+
+/* libsoup wrote part of what it was handed: once all of it is out, what
+ * waits here follows. */
+static void
+event_stream_wrote_cb (SoupServerMessage   *msg,
+                       guint                size,
+                       KagedApiEventStream *stream)
+{
+  stream->in_flight -= MIN (stream->in_flight, size);
+
+  if (stream->in_flight > 0 || stream->dropped)
+    return;
+
+  while (!g_queue_is_empty (&stream->waiting))
+    {
+      g_autoptr(GBytes) frame = g_queue_pop_head (&stream->waiting);
+
+      stream->waiting_bytes -= g_bytes_get_size (frame);
+      event_stream_hand_over (stream, frame);
+    }
+}
+
+/* The client did not read its events: the connection goes. */
+static gboolean
+event_stream_drop_grace_cb (gpointer user_data)
+{
+  KagedApiEventStream *stream = user_data;
+
+  g_clear_pointer (&stream->drop_grace, g_source_unref);
+  kaged_api_connections_close (stream->server, stream->msg);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* A client that left more than the backlog unread is dropped: what waits
+ * is forgotten, a last event says why, and the stream ends. */
+static void
+event_stream_drop (KagedApiEventStream *stream)
+{
+  KagedApiServer *self = stream->server;
+  g_autoptr(JsonBuilder) builder = json_builder_new ();
+  g_autofree char *limit = g_format_size (self->max_stream_backlog);
+  g_autofree char *message = NULL;
+  g_autofree char *json = NULL;
+  g_autoptr(GBytes) frame = NULL;
+
+  g_warning ("Dropping an event stream of session %" G_GINT64_FORMAT
+             ": its client left more than %s unread", stream->session_id, limit);
+
+  g_queue_clear_full (&stream->waiting, (GDestroyNotify)g_bytes_unref);
+  stream->waiting_bytes = 0;
+  stream->dropped = TRUE;
+
+  message = g_strdup_printf (_("The client left more than %s of events unread"), limit);
+  json_builder_begin_object (builder);
+  json_builder_set_member_name (builder, "reason");
+  json_builder_add_string_value (builder, "too_slow");
+  json_builder_set_member_name (builder, "message");
+  json_builder_add_string_value (builder, message);
+  json_builder_end_object (builder);
+  json = kaged_api_wire_to_string (builder, NULL);
+  frame = frame_new ("stream.dropped", json);
+
+  event_stream_hand_over (stream, frame);
+  soup_message_body_complete (soup_server_message_get_response_body (stream->msg));
+  soup_server_message_unpause (stream->msg);
+
+  /* Unless it reads what was handed out, it goes after a moment. */
+  stream->drop_grace = g_timeout_source_new_seconds (KAGED_API_STREAM_DROP_GRACE);
+  g_source_set_callback (stream->drop_grace, event_stream_drop_grace_cb, stream, NULL);
+  g_source_set_static_name (stream->drop_grace, "[kaged] API event stream drop");
+  g_source_attach (stream->drop_grace, g_main_context_get_thread_default ());
+}
+
+static void
+event_stream_write (KagedApiEventStream *stream,
+                    GBytes              *frame)
+{
+  if (stream->dropped)
+    return;
+
+  if (stream->in_flight == 0 && g_queue_is_empty (&stream->waiting))
+    {
+      event_stream_hand_over (stream, frame);
+      return;
+    }
+
+  g_queue_push_tail (&stream->waiting, g_bytes_ref (frame));
+  stream->waiting_bytes += g_bytes_get_size (frame);
+
+  if (stream->waiting_bytes > stream->server->max_stream_backlog)
+    event_stream_drop (stream);
 }
 
 static gboolean
@@ -64,8 +181,9 @@ event_stream_keepalive_cb (gpointer user_data)
 {
   static const char comment[] = ": keep-alive\n\n";
   KagedApiEventStream *stream = user_data;
+  g_autoptr(GBytes) frame = g_bytes_new_static (comment, strlen (comment));
 
-  event_stream_write (stream, comment, strlen (comment));
+  event_stream_write (stream, frame);
 
   return G_SOURCE_CONTINUE;
 }
@@ -102,17 +220,18 @@ broadcast (KagedApiServer *self,
            JsonBuilder    *builder)
 {
   g_autofree char *json = NULL;
-  g_autofree char *frame = NULL;
+  g_autoptr(GBytes) frame = NULL;
 
+  /* One frame, shared by every stream of the session. */
   json = kaged_api_wire_to_string (builder, NULL);
-  frame = g_strdup_printf ("event: %s\ndata: %s\n\n", event, json);
+  frame = frame_new (event, json);
 
   for (guint i = 0; i < self->streams->len; i++)
     {
       KagedApiEventStream *stream = g_ptr_array_index (self->streams, i);
 
       if (stream->session_id == session_id)
-        event_stream_write (stream, frame, strlen (frame));
+        event_stream_write (stream, frame);
     }
 }
 
@@ -139,14 +258,21 @@ kaged_api_events_open (KagedApiServer    *self,
   soup_message_headers_set_encoding (headers, SOUP_ENCODING_CHUNKED);
   /* What was written is not kept: a stream may stay open for days. */
   soup_message_body_set_accumulate (body, FALSE);
-  soup_message_body_append (body, SOUP_MEMORY_STATIC, hello, strlen (hello));
 
   stream = g_new0 (KagedApiEventStream, 1);
   stream->server = self;
   stream->msg = g_object_ref (msg);
   stream->session_id = session_id;
+  g_queue_init (&stream->waiting);
   stream->finished_id = g_signal_connect (msg, "finished",
                                           G_CALLBACK (event_stream_finished_cb), stream);
+  stream->wrote_id = g_signal_connect (msg, "wrote-body-data",
+                                       G_CALLBACK (event_stream_wrote_cb), stream);
+  {
+    g_autoptr(GBytes) frame = g_bytes_new_static (hello, strlen (hello));
+
+    event_stream_hand_over (stream, frame);
+  }
   /* On the context the server runs on, which need not be the global one. */
   stream->keepalive = g_timeout_source_new (self->keepalive_interval);
   g_source_set_callback (stream->keepalive, event_stream_keepalive_cb, stream, NULL);
@@ -157,6 +283,38 @@ kaged_api_events_open (KagedApiServer    *self,
   g_debug ("An event stream of session %" G_GINT64_FORMAT " started", session_id);
 }
 
+guint
+kaged_api_events_count (KagedApiServer *self)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < self->streams->len; i++)
+    {
+      KagedApiEventStream *stream = g_ptr_array_index (self->streams, i);
+
+      if (!stream->dropped)
+        n++;
+    }
+
+  return n;
+}
+
+/* Bytes of events handed to libsoup or waiting here, of every stream. */
+gsize
+kaged_api_events_get_buffered (KagedApiServer *self)
+{
+  gsize total = 0;
+
+  for (guint i = 0; i < self->streams->len; i++)
+    {
+      KagedApiEventStream *stream = g_ptr_array_index (self->streams, i);
+
+      total += stream->in_flight + stream->waiting_bytes;
+    }
+
+  return total;
+}
+
 void
 kaged_api_events_end_all (KagedApiServer *self)
 {
@@ -164,9 +322,12 @@ kaged_api_events_end_all (KagedApiServer *self)
     {
       KagedApiEventStream *stream = g_ptr_array_steal_index_fast (self->streams, 0);
       SoupServerMessage *msg = g_object_ref (stream->msg);
+      gboolean ended = stream->dropped;
 
       kaged_api_event_stream_free (stream);
-      soup_message_body_complete (soup_server_message_get_response_body (msg));
+      /* A dropped stream's body is complete already. */
+      if (!ended)
+        soup_message_body_complete (soup_server_message_get_response_body (msg));
       soup_server_message_unpause (msg);
       g_object_unref (msg);
     }

@@ -45,6 +45,7 @@ struct _KagedApiServer
   guint                idle_timeout;      /* seconds */
   guint                request_timeout;   /* seconds */
   guint                body_timeout;      /* seconds */
+  gsize                max_stream_backlog;
 
   gulong               signal_ids[7];
 };
@@ -126,6 +127,8 @@ void        kaged_api_connections_refuse    (KagedApiServer     *self,
                                              guint               status,
                                              const char         *code,
                                              const char         *message);
+void        kaged_api_connections_close     (KagedApiServer     *self,
+                                             SoupServerMessage  *msg);
 void        kaged_api_connections_await_body (KagedApiServer    *self,
                                              SoupServerMessage  *msg);
 void        kaged_api_connections_body_progress (KagedApiServer *self,
@@ -141,6 +144,11 @@ void        kaged_api_events_open           (KagedApiServer     *self,
                                              gint64              session_id);
 void        kaged_api_events_end_all        (KagedApiServer     *self);
 void        kaged_api_event_stream_free     (gpointer            stream);
+gsize       kaged_api_events_get_buffered   (KagedApiServer     *self);
+guint       kaged_api_events_count          (KagedApiServer     *self);
+
+/* A dropped event stream's client has this long (s) to read the rest. */
+#define KAGED_API_STREAM_DROP_GRACE 5
 
 /* kaged-api-routes.c: the endpoints */
 const char *kaged_api_route_allow           (KagedApiRoute       route);

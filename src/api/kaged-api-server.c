@@ -42,6 +42,7 @@ enum {
   PROP_IDLE_TIMEOUT,
   PROP_REQUEST_TIMEOUT,
   PROP_BODY_TIMEOUT,
+  PROP_MAX_STREAM_BACKLOG,
   N_PROPS
 };
 
@@ -159,6 +160,10 @@ kaged_api_server_get_property (GObject    *object,
       g_value_set_uint (value, self->body_timeout);
       break;
 
+    case PROP_MAX_STREAM_BACKLOG:
+      g_value_set_uint64 (value, self->max_stream_backlog);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -204,6 +209,10 @@ kaged_api_server_set_property (GObject      *object,
 
     case PROP_BODY_TIMEOUT:
       self->body_timeout = g_value_get_uint (value);
+      break;
+
+    case PROP_MAX_STREAM_BACKLOG:
+      self->max_stream_backlog = g_value_get_uint64 (value);
       break;
 
     default:
@@ -288,6 +297,14 @@ kaged_api_server_class_init (KagedApiServerClass *klass)
                        (G_PARAM_READWRITE |
                         G_PARAM_STATIC_STRINGS));
 
+  /* Bytes of events an event stream's client may leave unread; beyond,
+   * the stream is dropped with a last `stream.dropped` event. */
+  properties [PROP_MAX_STREAM_BACKLOG] =
+    g_param_spec_uint64 ("max-stream-backlog", NULL, NULL,
+                         1, G_MAXUINT64, KAGED_API_DEFAULT_MAX_STREAM_BACKLOG,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_STATIC_STRINGS));
+
   g_object_class_install_properties (object_class, N_PROPS, properties);
 }
 
@@ -300,6 +317,7 @@ kaged_api_server_init (KagedApiServer *self)
   self->idle_timeout = KAGED_API_DEFAULT_IDLE_TIMEOUT;
   self->request_timeout = KAGED_API_DEFAULT_REQUEST_TIMEOUT;
   self->body_timeout = KAGED_API_DEFAULT_BODY_TIMEOUT;
+  self->max_stream_backlog = KAGED_API_DEFAULT_MAX_STREAM_BACKLOG;
   kaged_api_connections_init (self);
   self->urls = g_ptr_array_new_with_free_func (g_free);
   self->streams = g_ptr_array_new_with_free_func (kaged_api_event_stream_free);
@@ -609,14 +627,28 @@ kaged_api_server_set_keepalive_interval (KagedApiServer *self,
 /**
  * kaged_api_server_get_n_event_streams:
  *
- * Returns: how many event streams are open
+ * Returns: how many event streams are open, not counting those dropped
+ *   and ending
  */
 guint
 kaged_api_server_get_n_event_streams (KagedApiServer *self)
 {
   g_return_val_if_fail (KAGED_IS_API_SERVER (self), 0);
 
-  return self->streams->len;
+  return kaged_api_events_count (self);
+}
+
+/**
+ * kaged_api_server_get_n_buffered_bytes:
+ *
+ * Returns: how many bytes of events wait to be written to their clients
+ */
+gsize
+kaged_api_server_get_n_buffered_bytes (KagedApiServer *self)
+{
+  g_return_val_if_fail (KAGED_IS_API_SERVER (self), 0);
+
+  return kaged_api_events_get_buffered (self);
 }
 
 /**

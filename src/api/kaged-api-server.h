@@ -26,6 +26,8 @@ G_BEGIN_DECLS
 #define KAGED_API_DEFAULT_REQUEST_TIMEOUT 30
 /* A request body that stops coming this long is refused (s). */
 #define KAGED_API_DEFAULT_BODY_TIMEOUT    10
+/* An event stream whose client leaves more than this unread is dropped. */
+#define KAGED_API_DEFAULT_MAX_STREAM_BACKLOG (8 * 1024 * 1024)
 
 #define KAGED_TYPE_API_SERVER (kaged_api_server_get_type ())
 
@@ -61,5 +63,6 @@ void            kaged_api_server_set_keepalive_interval (KagedApiServer       *s
                                                          guint                 interval_ms);
 guint           kaged_api_server_get_n_event_streams    (KagedApiServer       *self);
 guint           kaged_api_server_get_n_connections      (KagedApiServer       *self);
+gsize           kaged_api_server_get_n_buffered_bytes   (KagedApiServer       *self);
 
 G_END_DECLS

@@ -622,6 +622,13 @@ test_bad_scenarios (void)
     "[{\"headers\": [\"retry-after\"]}]",
     "{\"paths\": {\"v1\": []}}",
     "{\"paths\": []}",
+    "{\"mix\": true, \"steps\": [{}]}",
+    "[{\"weight\": -1}]",
+    "[{\"name\": 7}]",
+    "[{\"reset\": \"yes\"}]",
+    "[{\"refuse_ms\": \"long\"}]",
+    "[{\"dated_headers\": {\"retry-after\": \"tomorrow\"}}]",
+    "[{\"dated_headers\": [\"retry-after\"]}]",
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
@@ -737,6 +744,136 @@ test_program_help (void)
   g_assert_cmpint (g_subprocess_get_exit_status (process), !=, 0);
 }
 
+/* The same seed draws the same sequence, each step about as often as its
+ * weight says, and the log names the step of each request. */
+static void
+test_mix (Fixture       *fixture,
+          gconstpointer  user_data)
+{
+  g_autoptr(GString) first = g_string_new (NULL);
+  g_autoptr(GString) second = g_string_new (NULL);
+  guint n_often = 0;
+
+  for (guint round = 0; round < 2; round++)
+    {
+      GString *names = round == 0 ? first : second;
+
+      if (round == 1)
+        {
+          g_autoptr(GError) error = NULL;
+
+          kaged_fake_server_set_scenario (fixture->server, user_data, &error);
+          g_assert_no_error (error);
+          kaged_fake_server_reset (fixture->server);
+        }
+
+      for (guint i = 0; i < 200; i++)
+        {
+          guint status = 0;
+          g_autofree char *body = fetch (fixture, "POST", "/v1/chat/completions", "{}", &status);
+          const char *fault = kaged_fake_server_get_request_fault (fixture->server, i);
+
+          g_assert_nonnull (fault);
+          g_assert_cmpuint (status, ==, g_str_equal (fault, "often") ? 200 : 503);
+          g_assert_cmpint (kaged_fake_server_get_request_time (fixture->server, i), >,
+                           g_get_real_time () / 1000 - 60000);
+          g_string_append_c (names, fault[0]);
+          if (round == 0 && g_str_equal (fault, "often"))
+            n_often++;
+        }
+    }
+
+  g_assert_cmpstr (first->str, ==, second->str);
+  /* 9 in 10 on average: far from all and from none. */
+  g_assert_cmpuint (n_often, >, 150);
+  g_assert_cmpuint (n_often, <, 200);
+}
+
+/* A reset closes the connection before any answer; a refusal also stops
+ * the server from accepting connections for a while, then it listens
+ * again on the same port. */
+static void
+test_reset_and_refuse (Fixture       *fixture,
+                       gconstpointer  user_data)
+{
+  const gint64 *refusals;
+  guint n_refusals = 0;
+  Fetch f;
+  g_autofree char *body = NULL;
+  guint status = 0;
+  gint64 start;
+
+  fetch_start (fixture, &f, "POST", "/reset", "{}", NULL);
+  fetch_wait (&f);
+  g_assert_nonnull (f.error);
+  g_assert_cmpuint (soup_message_get_status (f.message), ==, 0);
+  fetch_clear (&f);
+
+  /* A new session each time: no connection kept from before. */
+  soup_session_abort (fixture->session);
+  start = g_get_real_time () / 1000;
+  fetch_start (fixture, &f, "POST", "/refuse", "{}", NULL);
+  fetch_wait (&f);
+  g_assert_nonnull (f.error);
+  fetch_clear (&f);
+
+  soup_session_abort (fixture->session);
+  fetch_start (fixture, &f, "POST", "/other", "{}", NULL);
+  fetch_wait (&f);
+  g_assert_error (f.error, G_IO_ERROR, G_IO_ERROR_CONNECTION_REFUSED);
+  fetch_clear (&f);
+
+  /* After the refusal it answers again. */
+  g_usleep (400 * 1000);
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+  soup_session_abort (fixture->session);
+  body = fetch (fixture, "POST", "/other", "{}", &status);
+  g_assert_cmpuint (status, ==, 200);
+
+  refusals = kaged_fake_server_get_refusals (fixture->server, &n_refusals);
+  g_assert_cmpuint (n_refusals, ==, 1);
+  g_assert_cmpint (refusals[0], >=, start);
+  g_assert_cmpint (refusals[1] - refusals[0], >=, 290);
+  g_assert_cmpstr (kaged_fake_server_get_request_fault (fixture->server, 0), ==, "reset");
+  g_assert_cmpstr (kaged_fake_server_get_request_fault (fixture->server, 1), ==, "refuse");
+  g_assert_null (kaged_fake_server_get_request_fault (fixture->server, 2));
+}
+
+/* Dated headers name a time from the moment of the answer, in the form
+ * each provider uses. */
+static void
+test_dated_headers (Fixture       *fixture,
+                    gconstpointer  user_data)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
+  g_autoptr(GDateTime) http_date = NULL;
+  g_autoptr(GDateTime) rfc3339 = NULL;
+  SoupMessageHeaders *headers;
+  GTimeSpan ahead;
+  Fetch f;
+
+  fetch_start (fixture, &f, "POST", "/v1/messages", "{}", NULL);
+  fetch_wait (&f);
+  g_assert_no_error (f.error);
+  headers = soup_message_get_response_headers (f.message);
+
+  http_date = soup_date_time_new_from_http_string (soup_message_headers_get_one (headers, "retry-after"));
+  g_assert_nonnull (http_date);
+  ahead = g_date_time_difference (http_date, now);
+  g_assert_cmpint (ahead, >=, 5 * G_TIME_SPAN_SECOND);
+  g_assert_cmpint (ahead, <=, 8 * G_TIME_SPAN_SECOND);
+
+  rfc3339 = g_date_time_new_from_iso8601 (soup_message_headers_get_one (headers, "anthropic-ratelimit-requests-reset"), NULL);
+  g_assert_nonnull (rfc3339);
+  ahead = g_date_time_difference (rfc3339, now);
+  g_assert_cmpint (ahead, >=, 4 * G_TIME_SPAN_SECOND);
+  g_assert_cmpint (ahead, <=, 7 * G_TIME_SPAN_SECOND);
+
+  g_assert_cmpstr (soup_message_headers_get_one (headers, "x-ratelimit-reset-requests"), ==, "5000ms");
+  fetch_clear (&f);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -779,6 +916,22 @@ main (int   argc,
        test_headers_before_chunks);
   ADD ("hang", "[{\"hang\": true}]", test_hang);
   ADD ("hang-after-chunks", "[{\"chunks\": [\"one\\n\", \"two\\n\"], \"hang_after_chunks\": 1}]", test_hang_after_chunks);
+
+  ADD ("mix",
+       "{\"mix\": true, \"seed\": 7, \"steps\": ["
+       " {\"name\": \"often\", \"weight\": 9, \"body\": \"fine\"},"
+       " {\"name\": \"rarely\", \"status\": 503}]}",
+       test_mix);
+  ADD ("reset-and-refuse",
+       "{\"paths\": {\"/reset\": [{\"name\": \"reset\", \"reset\": true}],"
+       " \"/refuse\": [{\"name\": \"refuse\", \"refuse_ms\": 300}]},"
+       " \"steps\": [{\"body\": \"fine\"}]}",
+       test_reset_and_refuse);
+  ADD ("dated-headers",
+       "[{\"status\": 429, \"date_in_ms\": 5000, \"dated_headers\": {"
+       " \"retry-after\": \"http-date\", \"anthropic-ratelimit-requests-reset\": \"rfc3339\","
+       " \"x-ratelimit-reset-requests\": \"seconds\"}}]",
+       test_dated_headers);
 
 #undef ADD
 

@@ -240,6 +240,12 @@ test_header_and_details (Fixture       *fixture,
   g_assert_nonnull (row);
   g_assert_cmpstr (kaged_message_row_get_model_name (row), ==, "default-model");
   g_assert_cmpstr (kaged_message_row_get_provider_name (row), !=, "Work");
+
+  /* The profile is removed in Preferences: the header goes back to the
+   * default at once, and so does the next reply. */
+  g_assert_true (kaged_profiles_remove (kaged_core_get_profiles (fixture->core), "work", &error));
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (kaged_model_chooser_get_label (chooser), "default-model"));
 }
 
 int

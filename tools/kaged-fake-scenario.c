@@ -25,10 +25,23 @@ const char kaged_fake_scenario_help[] =
   "  or a bare array of steps. Each request consumes the next step of its\n"
   "  path's list (or of \"steps\"); when the list is used up the last step\n"
   "  repeats, or, with \"repeat_last\": false, the server answers 500.\n"
+  "  A list with \"mix\": true and a \"seed\" number instead draws each\n"
+  "  request's step at random, each step as often as its \"weight\" (default\n"
+  "  1) says: the same seed serves the same sequence.\n"
   "\n"
   "STEP fields (all optional):\n"
+  "  name              what the step stands for; the request log keeps it as\n"
+  "                    the request's \"fault\"\n"
+  "  weight            how often a mix draws this step\n"
   "  status            HTTP status (default 200)\n"
   "  headers           object of response headers, e.g. {\"retry-after\": \"120\"}\n"
+  "  dated_headers     object of headers whose value is a time \"date_in_ms\"\n"
+  "                    from now, written as \"http-date\", \"rfc3339\" or\n"
+  "                    \"seconds\" (e.g. 1s, as x-ratelimit-reset-* give it)\n"
+  "  date_in_ms        see dated_headers (default 1000)\n"
+  "  reset             true: close the connection before any answer\n"
+  "  refuse_ms         close the connection, then refuse new connections for\n"
+  "                    this many milliseconds (logged in \"refusals\")\n"
   "  content_type      Content-Type of the answer\n"
   "  body              the whole body: a string, or any JSON value\n"
   "  chunks            streamed body: an array of strings, or of objects\n"
@@ -57,7 +70,9 @@ const char kaged_fake_scenario_help[] =
   "\n"
   "The server's own paths (not counted):\n"
   "  GET  /__fake/stats     {\"total\", \"paths\": {PATH: N}, \"connections\": N,\n"
-  "                          \"requests\": [...]}\n"
+  "                          \"requests\": [{\"method\", \"path\", \"body\",\n"
+  "                          \"fault\", \"time\"}], \"refusals\": [[FROM, TO]]}\n"
+  "                          (times in ms since the epoch)\n"
   "  POST /__fake/reset     forget requests, restart every step list\n"
   "  POST /__fake/scenario  replace the scenario with the request body\n"
   "\n"
@@ -88,7 +103,46 @@ void
 kaged_fake_step_queue_free (StepQueue *queue)
 {
   g_clear_pointer (&queue->steps, g_ptr_array_unref);
+  g_clear_pointer (&queue->rand, g_rand_free);
   g_free (queue);
+}
+
+static guint64
+step_weight (JsonObject *step)
+{
+  if (!json_object_has_member (step, "weight"))
+    return 1;
+  return json_object_get_int_member (step, "weight");
+}
+
+/* The step of the next request, or NULL when the list has none for it. */
+JsonObject *
+kaged_fake_step_queue_next (StepQueue *queue)
+{
+  if (queue->steps->len == 0)
+    return NULL;
+
+  if (queue->mix && queue->total_weight > 0)
+    {
+      guint64 pick = (guint64)(g_rand_double (queue->rand) * queue->total_weight);
+
+      for (guint i = 0; i < queue->steps->len; i++)
+        {
+          JsonObject *step = g_ptr_array_index (queue->steps, i);
+          guint64 weight = step_weight (step);
+
+          if (pick < weight)
+            return step;
+          pick -= weight;
+        }
+      return g_ptr_array_index (queue->steps, queue->steps->len - 1);
+    }
+
+  if (queue->next < queue->steps->len)
+    return g_ptr_array_index (queue->steps, queue->next++);
+  if (queue->repeat_last)
+    return g_ptr_array_index (queue->steps, queue->steps->len - 1);
+  return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -119,8 +173,9 @@ check_step (JsonNode  *node,
 {
   static const char *uint_members[] = {
     "status", "delay_ms", "headers_delay_ms", "cut_after_bytes", "cut_after_chunks",
-    "hang_after_chunks", "error_after",
+    "hang_after_chunks", "error_after", "weight", "refuse_ms", "date_in_ms",
   };
+  static const char *bool_members[] = { "repeat_chunks", "reset", "hang" };
   JsonObject *step;
   JsonNode *member;
 
@@ -200,12 +255,44 @@ check_step (JsonNode  *node,
         }
     }
 
-  if ((member = json_object_get_member (step, "repeat_chunks")) != NULL &&
-      (!JSON_NODE_HOLDS_VALUE (member) || json_node_get_value_type (member) != G_TYPE_BOOLEAN))
+  for (guint i = 0; i < G_N_ELEMENTS (bool_members); i++)
+    {
+      if ((member = json_object_get_member (step, bool_members[i])) != NULL &&
+          (!JSON_NODE_HOLDS_VALUE (member) || json_node_get_value_type (member) != G_TYPE_BOOLEAN))
+        {
+          g_set_error (error, KAGED_FAKE_SERVER_ERROR, KAGED_FAKE_SERVER_ERROR_SCENARIO,
+                       "“%s” must be true or false", bool_members[i]);
+          return FALSE;
+        }
+    }
+
+  if ((member = json_object_get_member (step, "name")) != NULL &&
+      (!JSON_NODE_HOLDS_VALUE (member) || json_node_get_value_type (member) != G_TYPE_STRING))
     {
       g_set_error_literal (error, KAGED_FAKE_SERVER_ERROR, KAGED_FAKE_SERVER_ERROR_SCENARIO,
-                           "“repeat_chunks” must be true or false");
+                           "“name” must be a string");
       return FALSE;
+    }
+
+  if ((member = json_object_get_member (step, "dated_headers")) != NULL)
+    {
+      JsonObjectIter iter;
+      const char *name;
+      JsonNode *value;
+
+      if (!JSON_NODE_HOLDS_OBJECT (member))
+        goto bad_dated;
+      json_object_iter_init (&iter, json_node_get_object (member));
+      while (json_object_iter_next (&iter, &name, &value))
+        {
+          const char *form = JSON_NODE_HOLDS_VALUE (value) &&
+                             json_node_get_value_type (value) == G_TYPE_STRING
+                             ? json_node_get_string (value) : NULL;
+
+          if (g_strcmp0 (form, "http-date") != 0 && g_strcmp0 (form, "rfc3339") != 0 &&
+              g_strcmp0 (form, "seconds") != 0)
+            goto bad_dated;
+        }
     }
 
   if ((member = json_object_get_member (step, "headers")) != NULL)
@@ -219,6 +306,11 @@ check_step (JsonNode  *node,
     }
 
   return TRUE;
+
+bad_dated:
+  g_set_error_literal (error, KAGED_FAKE_SERVER_ERROR, KAGED_FAKE_SERVER_ERROR_SCENARIO,
+                       "“dated_headers” must map names to http-date, rfc3339 or seconds");
+  return FALSE;
 
 bad_chunk:
   g_set_error_literal (error, KAGED_FAKE_SERVER_ERROR, KAGED_FAKE_SERVER_ERROR_SCENARIO,
@@ -253,6 +345,22 @@ parse_queue (JsonNode  *node,
         steps = json_node_get_array (steps_node);
       if (json_object_has_member (object, "repeat_last"))
         queue->repeat_last = json_object_get_boolean_member (object, "repeat_last");
+      if (json_object_has_member (object, "mix") &&
+          json_object_get_boolean_member (object, "mix"))
+        {
+          JsonNode *seed = json_object_get_member (object, "seed");
+
+          if (seed == NULL || !JSON_NODE_HOLDS_VALUE (seed) ||
+              json_node_get_value_type (seed) != G_TYPE_INT64)
+            {
+              g_set_error_literal (error, KAGED_FAKE_SERVER_ERROR, KAGED_FAKE_SERVER_ERROR_SCENARIO,
+                                   "A “mix” needs a “seed” number");
+              kaged_fake_step_queue_free (queue);
+              return NULL;
+            }
+          queue->mix = TRUE;
+          queue->rand = g_rand_new_with_seed ((guint32)json_node_get_int (seed));
+        }
     }
   else
     {
@@ -273,6 +381,7 @@ parse_queue (JsonNode  *node,
           return NULL;
         }
       g_ptr_array_add (queue->steps, json_object_ref (json_node_get_object (step)));
+      queue->total_weight += step_weight (json_node_get_object (step));
     }
 
   return queue;
@@ -843,6 +952,46 @@ build_raw_chunks (Job        *job,
     }
 }
 
+/* Headers naming a time @in_ms from now, in the form each one asks for. */
+static void
+add_dated_headers (SoupMessageHeaders *headers,
+                   JsonObject         *dated,
+                   gint64              in_ms)
+{
+  gint64 when_us = g_get_real_time () + in_ms * 1000;
+  g_autoptr(GDateTime) when = g_date_time_new_from_unix_utc (when_us / G_USEC_PER_SEC);
+  JsonObjectIter iter;
+  const char *name;
+  JsonNode *value;
+
+  json_object_iter_init (&iter, dated);
+  while (json_object_iter_next (&iter, &name, &value))
+    {
+      const char *form = json_node_get_string (value);
+      g_autofree char *text = NULL;
+
+      if (g_str_equal (form, "http-date"))
+        {
+          /* An HTTP date has whole seconds: round up, so the wait is not
+           * shorter than asked. */
+          g_autoptr(GDateTime) later = g_date_time_add_seconds (when, 1);
+
+          text = g_date_time_format (later, "%a, %d %b %Y %H:%M:%S GMT");
+        }
+      else if (g_str_equal (form, "rfc3339"))
+        {
+          g_autoptr(GDateTime) precise = g_date_time_add (when, when_us % G_USEC_PER_SEC);
+
+          text = g_date_time_format (precise, "%Y-%m-%dT%H:%M:%S.%fZ");
+        }
+      else
+        {
+          text = g_strdup_printf ("%" G_GINT64_FORMAT "ms", MAX (in_ms, 0));
+        }
+      soup_message_headers_replace (headers, name, text);
+    }
+}
+
 void
 kaged_fake_job_build (Job        *job,
                       JsonObject *step,
@@ -856,6 +1005,8 @@ kaged_fake_job_build (Job        *job,
   job->cut_after_bytes = get_int (step, "cut_after_bytes", -1);
   job->cut_after_chunks = get_int (step, "cut_after_chunks", -1);
   job->hang = json_object_has_member (step, "hang") && json_object_get_boolean_member (step, "hang");
+  job->reset = json_object_has_member (step, "reset") && json_object_get_boolean_member (step, "reset");
+  job->refuse_ms = get_int (step, "refuse_ms", 0);
   job->repeat_chunks = json_object_has_member (step, "repeat_chunks") &&
                        json_object_get_boolean_member (step, "repeat_chunks");
   job->headers = soup_message_headers_new (SOUP_MESSAGE_HEADERS_RESPONSE);
@@ -880,6 +1031,10 @@ kaged_fake_job_build (Job        *job,
           soup_message_headers_append (job->headers, name, text);
         }
     }
+
+  if (json_object_has_member (step, "dated_headers"))
+    add_dated_headers (job->headers, json_object_get_object_member (step, "dated_headers"),
+                       get_int (step, "date_in_ms", 1000));
 
   if (json_object_has_member (step, "kind"))
     {

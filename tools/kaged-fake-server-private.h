@@ -17,6 +17,9 @@ typedef struct
   GPtrArray *steps;       /* JsonObject */
   guint      next;
   guint      repeat_last : 1;
+  guint      mix : 1;     /* draw each step at random, by "weight" */
+  GRand     *rand;        /* seeded, for a mix */
+  guint64    total_weight;
 } StepQueue;
 
 typedef struct
@@ -51,6 +54,9 @@ struct _Job
   gint64             cut_after_chunks; /* -1: no cut */
   guint64            body_written;
 
+  guint              refuse_ms;
+
+  guint              reset : 1;
   guint              hang : 1;
   guint              hang_at_end : 1;
   guint              repeat_chunks : 1;
@@ -63,6 +69,7 @@ extern const char kaged_fake_scenario_help[];
 
 void        kaged_fake_piece_free       (Piece        *piece);
 StepQueue  *kaged_fake_step_queue_new   (void);
+JsonObject *kaged_fake_step_queue_next  (StepQueue    *queue);
 void        kaged_fake_step_queue_free  (StepQueue    *queue);
 gboolean    kaged_fake_parse_scenario   (const char   *json,
                                          StepQueue   **default_queue,

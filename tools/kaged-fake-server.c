@@ -39,14 +39,19 @@ typedef struct
   char               *path;
   GBytes             *body;
   SoupMessageHeaders *headers;
+  char               *fault;   /* the step's name, or NULL */
+  gint64              time_ms; /* when it arrived, ms since the epoch */
 } Request;
 
 struct _KagedFakeServer
 {
   GObject      parent_instance;
 
-  SoupServer  *server;
-  guint        port;
+  SoupServer     *server;
+  GSocketService *service;   /* accepts connections for the server */
+  guint           port;
+  guint           refuse_id; /* while refusing connections */
+  GArray         *refusals;  /* gint64 pairs: from, to (ms since the epoch) */
 
   StepQueue   *default_queue;
   GHashTable  *path_queues;   /* path → StepQueue */
@@ -75,6 +80,7 @@ request_free (Request *request)
   g_free (request->path);
   g_clear_pointer (&request->body, g_bytes_unref);
   g_clear_pointer (&request->headers, soup_message_headers_unref);
+  g_free (request->fault);
   g_free (request);
 }
 
@@ -501,15 +507,7 @@ static JsonObject *
 next_step (KagedFakeServer *self,
            const char      *path)
 {
-  StepQueue *queue = queue_for_path (self, path);
-
-  if (queue->steps->len == 0)
-    return NULL;
-  if (queue->next < queue->steps->len)
-    return g_ptr_array_index (queue->steps, queue->next++);
-  if (queue->repeat_last)
-    return g_ptr_array_index (queue->steps, queue->steps->len - 1);
-  return NULL;
+  return kaged_fake_step_queue_next (queue_for_path (self, path));
 }
 
 static void
@@ -559,6 +557,11 @@ build_stats (KagedFakeServer *self)
 
       json_object_set_string_member (entry, "method", request->method);
       json_object_set_string_member (entry, "path", request->path);
+      if (request->fault != NULL)
+        json_object_set_string_member (entry, "fault", request->fault);
+      else
+        json_object_set_null_member (entry, "fault");
+      json_object_set_int_member (entry, "time", request->time_ms);
       if (g_utf8_validate (data, len, NULL))
         {
           g_autofree char *text = g_strndup (data, len);
@@ -575,6 +578,19 @@ build_stats (KagedFakeServer *self)
   json_object_set_int_member (stats, "total", self->requests->len);
   json_object_set_object_member (stats, "paths", paths);
   json_object_set_array_member (stats, "requests", requests);
+  {
+    JsonArray *refusals = json_array_new ();
+
+    for (guint i = 0; i + 1 < self->refusals->len; i += 2)
+      {
+        JsonArray *pair = json_array_new ();
+
+        json_array_add_int_element (pair, g_array_index (self->refusals, gint64, i));
+        json_array_add_int_element (pair, g_array_index (self->refusals, gint64, i + 1));
+        json_array_add_array_element (refusals, pair);
+      }
+    json_object_set_array_member (stats, "refusals", refusals);
+  }
 
   return stats;
 }
@@ -615,6 +631,49 @@ handle_own_path (KagedFakeServer   *self,
     }
 }
 
+static gboolean
+start_accepting (KagedFakeServer  *self,
+                 GError          **error);
+
+static gboolean
+refusal_end_cb (gpointer user_data)
+{
+  KagedFakeServer *self = user_data;
+  g_autoptr(GError) error = NULL;
+  gint64 now = g_get_real_time () / 1000;
+
+  self->refuse_id = 0;
+  g_array_append_val (self->refusals, now);
+  if (!start_accepting (self, &error))
+    g_warning ("Could not listen again on port %u: %s", self->port, error->message);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Stops listening for @ms: connecting meanwhile is refused. */
+static void
+refuse_connections (KagedFakeServer *self,
+                    guint            ms)
+{
+  gint64 now = g_get_real_time () / 1000;
+
+  if (self->refuse_id != 0)
+    return;
+
+  g_debug ("Refusing connections for %u ms", ms);
+  g_socket_service_stop (self->service);
+  g_socket_listener_close (G_SOCKET_LISTENER (self->service));
+  g_clear_object (&self->service);
+  g_array_append_val (self->refusals, now);
+  {
+    g_autoptr(GSource) source = g_timeout_source_new (ms);
+
+    g_source_set_callback (source, refusal_end_cb, self, NULL);
+    g_source_set_static_name (source, "[kaged-fake-server] refusal");
+    self->refuse_id = g_source_attach (source, g_main_context_get_thread_default ());
+  }
+}
+
 static void
 server_callback (SoupServer        *server,
                  SoupServerMessage *msg,
@@ -641,6 +700,7 @@ server_callback (SoupServer        *server,
   request->path = g_strdup (path);
   request->body = soup_message_body_flatten (request_body);
   request->headers = soup_message_headers_ref (soup_server_message_get_request_headers (msg));
+  request->time_ms = g_get_real_time () / 1000;
   g_ptr_array_add (self->requests, request);
 
   n = GPOINTER_TO_UINT (g_hash_table_lookup (self->path_counts, path));
@@ -671,10 +731,25 @@ server_callback (SoupServer        *server,
       return;
     }
 
+  if (json_object_has_member (step, "name"))
+    request->fault = g_strdup (json_object_get_string_member (step, "name"));
+
   job = g_new0 (Job, 1);
   job->server = self;
   kaged_fake_job_build (job, step, request->body);
   g_ptr_array_add (self->jobs, job);
+
+  if (job->reset || job->refuse_ms > 0)
+    {
+      /* Closed before a byte of the answer. */
+      g_autoptr(GIOStream) stream = soup_server_message_steal_connection (msg);
+
+      g_io_stream_close (stream, NULL, NULL);
+      if (job->refuse_ms > 0)
+        refuse_connections (self, job->refuse_ms);
+      job_finish (job);
+      return;
+    }
 
   if (job->cut_after_bytes >= 0 || job->cut_after_chunks >= 0)
     {
@@ -694,6 +769,21 @@ kaged_fake_server_dispose (GObject *object)
 
   if (self->jobs != NULL)
     g_ptr_array_set_size (self->jobs, 0);
+  if (self->refuse_id != 0)
+    {
+      GSource *source = g_main_context_find_source_by_id (g_main_context_get_thread_default (),
+                                                          self->refuse_id);
+
+      if (source != NULL)
+        g_source_destroy (source);
+      self->refuse_id = 0;
+    }
+  if (self->service != NULL)
+    {
+      g_socket_service_stop (self->service);
+      g_socket_listener_close (G_SOCKET_LISTENER (self->service));
+    }
+  g_clear_object (&self->service);
   if (self->server != NULL)
     soup_server_disconnect (self->server);
   g_clear_object (&self->server);
@@ -712,6 +802,7 @@ kaged_fake_server_finalize (GObject *object)
   g_clear_pointer (&self->requests, g_ptr_array_unref);
   g_clear_pointer (&self->path_counts, g_hash_table_unref);
   g_clear_pointer (&self->client_ports, g_hash_table_unref);
+  g_clear_pointer (&self->refusals, g_array_unref);
   g_clear_pointer (&self->models, g_strfreev);
   g_clear_pointer (&self->api_key, g_free);
 
@@ -734,6 +825,7 @@ kaged_fake_server_init (KagedFakeServer *self)
   self->path_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   self->client_ports = g_hash_table_new (NULL, NULL);
   self->jobs = g_ptr_array_new_with_free_func ((GDestroyNotify)job_free);
+  self->refusals = g_array_new (FALSE, FALSE, sizeof (gint64));
   self->server = soup_server_new ("server-header", "kaged-fake-provider ", NULL);
   soup_server_add_handler (self->server, NULL, server_callback, self, NULL);
 }
@@ -818,38 +910,72 @@ kaged_fake_server_set_scenario (KagedFakeServer  *self,
  *
  * Listens on 127.0.0.1 only.
  */
+static gboolean
+incoming_cb (GSocketService    *service,
+             GSocketConnection *connection,
+             GObject           *source_object,
+             gpointer           user_data)
+{
+  KagedFakeServer *self = user_data;
+  g_autoptr(GSocketAddress) local = g_socket_connection_get_local_address (connection, NULL);
+  g_autoptr(GSocketAddress) remote = g_socket_connection_get_remote_address (connection, NULL);
+  g_autoptr(GError) error = NULL;
+
+  if (!soup_server_accept_iostream (self->server, G_IO_STREAM (connection), local, remote, &error))
+    g_debug ("Could not take a connection: %s", error->message);
+
+  return TRUE;
+}
+
+static gboolean
+start_accepting (KagedFakeServer  *self,
+                 GError          **error)
+{
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, self->port);
+  g_autoptr(GSocketAddress) effective = NULL;
+
+  /* A listener once closed cannot listen again: each period of listening
+   * has one of its own. */
+  if (self->service == NULL)
+    {
+      self->service = g_socket_service_new ();
+      g_signal_connect (self->service, "incoming", G_CALLBACK (incoming_cb), self);
+    }
+
+  if (!g_socket_listener_add_address (G_SOCKET_LISTENER (self->service), address,
+                                      G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                                      NULL, &effective, error))
+    return FALSE;
+
+  self->port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective));
+  g_socket_service_start (self->service);
+
+  return TRUE;
+}
+
+/**
+ * kaged_fake_server_listen:
+ * @port: the port, or 0 for any free one
+ *
+ * Listens on 127.0.0.1 only.
+ */
 gboolean
 kaged_fake_server_listen (KagedFakeServer  *self,
                           guint             port,
                           GError          **error)
 {
-  g_autoptr(GInetAddress) loopback = NULL;
-  g_autoptr(GSocketAddress) address = NULL;
-  GSList *listeners;
-
   g_return_val_if_fail (KAGED_IS_FAKE_SERVER (self), FALSE);
   g_return_val_if_fail (port <= G_MAXUINT16, FALSE);
-
-  loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  address = g_inet_socket_address_new (loopback, port);
-
-  if (!soup_server_listen (self->server, address, 0, error))
-    return FALSE;
+  g_return_val_if_fail (self->service == NULL && self->refuse_id == 0, FALSE);
 
   self->port = port;
-  listeners = soup_server_get_listeners (self->server);
-  if (listeners != NULL)
-    {
-      g_autoptr(GSocketAddress) local = g_socket_get_local_address (listeners->data, error);
 
-      if (local == NULL)
-        {
-          g_slist_free (listeners);
-          return FALSE;
-        }
-      self->port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (local));
+  if (!start_accepting (self, error))
+    {
+      g_clear_object (&self->service);
+      return FALSE;
     }
-  g_slist_free (listeners);
 
   return TRUE;
 }
@@ -891,6 +1017,8 @@ kaged_fake_server_reset (KagedFakeServer *self)
   g_ptr_array_set_size (self->requests, 0);
   g_hash_table_remove_all (self->path_counts);
   g_hash_table_remove_all (self->client_ports);
+  if (self->refuse_id == 0)
+    g_array_set_size (self->refusals, 0);
   self->default_queue->next = 0;
   g_hash_table_iter_init (&iter, self->path_queues);
   while (g_hash_table_iter_next (&iter, NULL, &value))
@@ -1030,6 +1158,52 @@ kaged_fake_server_dup_stats (KagedFakeServer *self)
 
   stats = build_stats (self);
   return kaged_fake_object_to_string (stats);
+}
+
+/**
+ * kaged_fake_server_get_request_fault:
+ *
+ * Returns: (nullable): the name of the step that answered request @index
+ */
+const char *
+kaged_fake_server_get_request_fault (KagedFakeServer *self,
+                                     guint            index)
+{
+  Request *request = get_request (self, index);
+
+  return request != NULL ? request->fault : NULL;
+}
+
+/**
+ * kaged_fake_server_get_request_time:
+ *
+ * Returns: when request @index arrived, in ms since the epoch
+ */
+gint64
+kaged_fake_server_get_request_time (KagedFakeServer *self,
+                                    guint            index)
+{
+  Request *request = get_request (self, index);
+
+  return request != NULL ? request->time_ms : 0;
+}
+
+/**
+ * kaged_fake_server_get_refusals:
+ * @n_refusals: (out): how many times connections were refused
+ *
+ * Returns: (transfer none): the times (ms since the epoch) from and to
+ *   which connections were refused, in pairs; the last pair may lack its
+ *   end while refusing
+ */
+const gint64 *
+kaged_fake_server_get_refusals (KagedFakeServer *self,
+                                guint           *n_refusals)
+{
+  g_return_val_if_fail (KAGED_IS_FAKE_SERVER (self), NULL);
+
+  *n_refusals = self->refusals->len / 2;
+  return (const gint64 *)(gpointer)self->refusals->data;
 }
 
 /**

@@ -61,6 +61,12 @@ const char      *kaged_fake_server_get_request_header    (KagedFakeServer  *self
                                                           const char       *name);
 GBytes          *kaged_fake_server_get_last_body         (KagedFakeServer  *self,
                                                           const char       *path);
+const char      *kaged_fake_server_get_request_fault     (KagedFakeServer  *self,
+                                                          guint             index);
+gint64           kaged_fake_server_get_request_time      (KagedFakeServer  *self,
+                                                          guint             index);
+const gint64    *kaged_fake_server_get_refusals          (KagedFakeServer  *self,
+                                                          guint            *n_refusals);
 char            *kaged_fake_server_dup_stats             (KagedFakeServer  *self);
 void             kaged_fake_server_set_models            (KagedFakeServer    *self,
                                                           const char * const *models);

@@ -27,6 +27,7 @@
 #include "kaged-api-token.h"
 #include "kaged-core.h"
 #include "kaged-headless.h"
+#include "kaged-resolver.h"
 #include "kaged-retry-class.h"
 #include "kaged-store-errors.h"
 
@@ -217,6 +218,9 @@ kaged_headless_run (const KagedOptions *options)
       return fail (message);
     }
 
+  if (options->provider_timeout > 0)
+    kaged_resolver_set_timeout (kaged_core_get_resolver (core),
+                                (guint)options->provider_timeout * 1000);
   /* The profiles of the preferences, each with its spend limit, hold
    * without a window too. */
   kaged_core_set_profiles (core, profiles);

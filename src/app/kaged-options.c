@@ -42,6 +42,9 @@ static const GOptionEntry entries[] = {
   { "api-token-file", 0, 0, G_OPTION_ARG_FILENAME, NULL,
     N_("With --headless: read the bearer token from FILE, creating it when missing"),
     N_("FILE") },
+  { "provider-timeout", 0, 0, G_OPTION_ARG_INT, NULL,
+    N_("With --headless: give up on a provider that stays silent for SECONDS (default 60)"),
+    N_("SECONDS") },
   { G_OPTION_REMAINING, 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_FILENAME_ARRAY, NULL,
     NULL, NULL },
   { NULL }
@@ -97,7 +100,7 @@ kaged_options_read (KagedOptions  *self,
   g_autofree const char **remaining = NULL;
   g_autofree char *data_dir = NULL;
   static const char * const headless_only[] = {
-    "auto-retry", "api-port", "api-bind", "api-token-file",
+    "auto-retry", "api-port", "api-bind", "api-token-file", "provider-timeout",
   };
 
   g_return_val_if_fail (self != NULL, FALSE);
@@ -125,6 +128,7 @@ kaged_options_read (KagedOptions  *self,
   self->api_bind = dup_string (dict, "api-bind");
   self->api_token_file = dup_filename (dict, "api-token-file");
   g_variant_dict_lookup (dict, "api-port", "i", &self->api_port);
+  g_variant_dict_lookup (dict, "provider-timeout", "i", &self->provider_timeout);
 
   if (!self->headless)
     {
@@ -143,6 +147,14 @@ kaged_options_read (KagedOptions  *self,
     {
       g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
                            _("The port must be between 0 and 65535"));
+      return FALSE;
+    }
+
+  if (self->provider_timeout < 0 || self->provider_timeout > 3600)
+    {
+      g_set_error_literal (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                           _("The provider timeout must be between 1 and 3600 seconds, or 0 "
+                             "for the default"));
       return FALSE;
     }
 

@@ -29,6 +29,7 @@ typedef struct
   int       api_port;        /* -1: not given */
   char     *api_bind;
   char     *api_token_file;
+  int       provider_timeout; /* seconds, 0: the default */
 } KagedOptions;
 
 void          kaged_options_add_entries        (GApplication        *application);

@@ -41,6 +41,7 @@ struct _KagedResolver
   KagedKeyring *keyring;
   KagedClock   *clock;
   KagedRandom  *random;
+  guint         timeout_ms;
 };
 
 G_DEFINE_FINAL_TYPE (KagedResolver, kaged_resolver, G_TYPE_OBJECT)
@@ -184,6 +185,11 @@ build_provider (KagedResolver  *self,
                         "api-key", key,
                         "clock", self->clock,
                         NULL);
+  if (self->timeout_ms > 0)
+    g_object_set (inner,
+                  "first-byte-timeout-ms", self->timeout_ms,
+                  "idle-timeout-ms", self->timeout_ms,
+                  NULL);
 
   g_debug ("Profile “%s”: %s at %s, model %s, %s",
            display_name (profile), g_type_name (type), base_url,
@@ -376,6 +382,24 @@ kaged_resolver_get_session (KagedResolver *self)
   g_return_val_if_fail (KAGED_IS_RESOLVER (self), NULL);
 
   return self->session;
+}
+
+/**
+ * kaged_resolver_set_timeout:
+ * @timeout_ms: how long a provider may stay silent, or 0 for the
+ *   providers' own deadlines
+ *
+ * Sets how long providers resolved from now on wait for the headers of an
+ * answer, and for progress in its body, before the call fails with
+ * `timeout`.
+ */
+void
+kaged_resolver_set_timeout (KagedResolver *self,
+                            guint          timeout_ms)
+{
+  g_return_if_fail (KAGED_IS_RESOLVER (self));
+
+  self->timeout_ms = timeout_ms;
 }
 
 /**

@@ -27,6 +27,8 @@ KagedResolver *kaged_resolver_new_full       (SoupSession          *session,
                                               KagedRandom          *random);
 SoupSession   *kaged_resolver_get_session    (KagedResolver        *self);
 KagedKeyring  *kaged_resolver_get_keyring    (KagedResolver        *self);
+void           kaged_resolver_set_timeout    (KagedResolver        *self,
+                                              guint                 timeout_ms);
 KagedProvider *kaged_resolver_resolve        (KagedResolver        *self,
                                               KagedProfile         *profile,
                                               GCancellable         *cancellable,

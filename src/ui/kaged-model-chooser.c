@@ -145,11 +145,20 @@ update_label (KagedModelChooser *self)
       return;
     }
 
-  model = self->model != NULL ? self->model : kaged_profile_get_model (profile);
+  /* A conversation whose profile is gone goes on with the default one and
+   * its model, as its runs do. */
+  if (self->model != NULL &&
+      (self->profile_id == NULL || g_strcmp0 (kaged_profile_get_id (profile), self->profile_id) == 0))
+    model = self->model;
+  else
+    model = kaged_profile_get_model (profile);
   /* Translators: the conversation's provider profile and model, e.g. "Work · gpt-4o" */
   label = g_strdup_printf (_("%s · %s"), kaged_profile_get_name (profile),
                            model != NULL ? model : "");
   gtk_label_set_label (self->button_label, label);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->menu_button),
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, label,
+                                  -1);
   gtk_widget_set_sensitive (GTK_WIDGET (self->menu_button), TRUE);
 }
 
@@ -483,6 +492,8 @@ disconnect_core (KagedModelChooser *self)
       g_clear_signal_handler (&self->profile_changed_id, self->core);
     }
   g_clear_object (&self->core);
+  if (self->profiles != NULL)
+    g_signal_handlers_disconnect_by_data (self->profiles, self);
   g_clear_object (&self->profiles);
 }
 
@@ -576,6 +587,9 @@ kaged_model_chooser_set_core (KagedModelChooser *self,
     {
       self->core = g_object_ref (core);
       self->profiles = dup_profiles (core);
+      /* A profile added, renamed or removed in Preferences reads at once. */
+      g_signal_connect_object (self->profiles, "items-changed",
+                               G_CALLBACK (update_label), self, G_CONNECT_SWAPPED);
       self->session_changed_id =
         g_signal_connect_object (kaged_core_get_manager (core), "session-changed",
                                  G_CALLBACK (session_changed_cb), self, G_CONNECT_SWAPPED);

@@ -1,0 +1,1029 @@
+/* soak-faults.c
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ *
+ * The fault soak: a real `kaged --headless --auto-retry` against a fake
+ * provider that answers each request with a fault drawn at random from a
+ * seeded mix, while one driver per conversation posts, regenerates, edits
+ * and cancels through the HTTP API and cancels Tier 2 retries at random
+ * moments, and one event stream per conversation watches that no two runs
+ * of a conversation are ever active at once. At the end the database the
+ * program leaves is held against what the provider served and what the
+ * drivers did.
+ *
+ * SOAK_RUNS (default 150), SOAK_SESSIONS (default 5) and SOAK_SEED
+ * (default 1) size it; the benchmark runs 2,000 runs across 20
+ * conversations. SOAK_KEEP=1 keeps the temporary folder.
+ */
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kaged-soak-fixture.h"
+
+typedef struct
+{
+  const char *name;
+  guint       weight;
+  const char *step;          /* the rest of the fake provider's step */
+  const char *retry_class;   /* of a run whose last request this was; NULL: success */
+  gboolean    delta;         /* the answer publishes text before it ends */
+} Fault;
+
+#define OPENAI_ERROR(type, code, message) \
+  "{\"error\": {\"message\": \"" message "\", \"type\": \"" type "\", \"code\": \"" code "\"}}"
+
+static const Fault faults[] = {
+  { "ok", 30,
+    "\"kind\": \"openai\", \"text\": \"A reply in a few pieces.\", \"chunks\": 3",
+    NULL, TRUE },
+  { "429-retry-after-seconds", 4,
+    "\"status\": 429, \"headers\": {\"retry-after\": \"1\"}, \"body\": "
+    OPENAI_ERROR ("requests", "rate_limit_exceeded", "Rate limit reached"),
+    "rate_limited", FALSE },
+  { "429-retry-after-date", 3,
+    "\"status\": 429, \"dated_headers\": {\"retry-after\": \"http-date\"}, \"date_in_ms\": 500, "
+    "\"body\": " OPENAI_ERROR ("requests", "rate_limit_exceeded", "Rate limit reached"),
+    "rate_limited", FALSE },
+  { "429-retry-after-ms", 3,
+    "\"status\": 429, \"headers\": {\"retry-after-ms\": \"700\"}, \"body\": "
+    OPENAI_ERROR ("requests", "rate_limit_exceeded", "Rate limit reached"),
+    "rate_limited", FALSE },
+  { "429-x-ratelimit-reset", 3,
+    "\"status\": 429, \"headers\": {\"x-ratelimit-remaining-requests\": \"0\"}, "
+    "\"dated_headers\": {\"x-ratelimit-reset-requests\": \"seconds\"}, \"date_in_ms\": 800, "
+    "\"body\": " OPENAI_ERROR ("requests", "rate_limit_exceeded", "Rate limit reached"),
+    "rate_limited", FALSE },
+  { "429-anthropic-reset", 3,
+    "\"status\": 429, \"headers\": {\"anthropic-ratelimit-requests-remaining\": \"0\"}, "
+    "\"dated_headers\": {\"anthropic-ratelimit-requests-reset\": \"rfc3339\"}, "
+    "\"date_in_ms\": 900, "
+    "\"body\": " OPENAI_ERROR ("requests", "rate_limit_exceeded", "Rate limit reached"),
+    "rate_limited", FALSE },
+  { "503", 4,
+    "\"status\": 503, \"body\": " OPENAI_ERROR ("server_error", "unavailable", "Service unavailable"),
+    "overloaded", FALSE },
+  { "529", 4,
+    "\"status\": 529, \"body\": {\"type\": \"error\", \"error\": {\"type\": \"overloaded_error\", "
+    "\"message\": \"Overloaded\"}}",
+    "overloaded", FALSE },
+  { "500", 4,
+    "\"status\": 500, \"body\": " OPENAI_ERROR ("server_error", "internal", "Internal error"),
+    "server_error", FALSE },
+  { "refused", 1, "\"refuse_ms\": 300", "network", FALSE },
+  { "reset-before-headers", 3, "\"reset\": true", "network", FALSE },
+  { "cut-mid-stream", 4,
+    "\"kind\": \"openai\", \"text\": \"A reply that never ends well.\", \"chunks\": 6, "
+    "\"cut_after_chunks\": 3",
+    "network", TRUE },
+  { "hang", 3, "\"hang\": true", "timeout", FALSE },
+  { "malformed-sse", 3,
+    "\"status\": 200, \"content_type\": \"text/event-stream\", "
+    "\"chunks\": [\"<html><body>Bad gateway</body></html>\\n\"]",
+    "protocol_error", FALSE },
+  { "invalid-json", 3,
+    "\"status\": 200, \"chunks\": [\"data: {\\\"id\\\": \\\"x\\\", \\\"choices\\\": [{\\n\\n\"]",
+    "protocol_error", FALSE },
+  { "401", 3,
+    "\"status\": 401, \"body\": " OPENAI_ERROR ("invalid_request_error", "invalid_api_key",
+                                               "Incorrect API key provided"),
+    "auth_failed", FALSE },
+  { "context-overflow", 3,
+    "\"status\": 400, \"body\": " OPENAI_ERROR ("invalid_request_error", "context_length_exceeded",
+                                               "This model's maximum context length is 8192 tokens"),
+    "context_overflow", FALSE },
+};
+
+static const Fault *
+find_fault (const char *name)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (faults); i++)
+    if (g_strcmp0 (faults[i].name, name) == 0)
+      return &faults[i];
+  return NULL;
+}
+
+static char *
+build_scenario (guint seed)
+{
+  GString *scenario = g_string_new (NULL);
+
+  g_string_append_printf (scenario, "{\"mix\": true, \"seed\": %u, \"steps\": [", seed);
+  for (guint i = 0; i < G_N_ELEMENTS (faults); i++)
+    {
+      /* A connection per request: a refusal reaches every conversation. */
+      g_string_append_printf (scenario, "%s{\"name\": \"%s\", \"weight\": %u, "
+                              "\"headers\": {\"connection\": \"close\"}, %s}",
+                              i > 0 ? ", " : "", faults[i].name, faults[i].weight,
+                              faults[i].step);
+    }
+  g_string_append (scenario, "]}");
+
+  return g_string_free (scenario, FALSE);
+}
+
+/* ------------------------------------------------------------------------
+ * The drivers
+ * ------------------------------------------------------------------------ */
+
+typedef struct _Soak Soak;
+
+typedef struct
+{
+  Soak        *soak;
+  guint        index;
+  gint64       session_id;
+  GRand       *rand;
+  GThread     *thread;
+  GThread     *events_thread;
+
+  gint64       last_operator_id;
+  GArray      *run_ids;        /* gint64, from receipts */
+  GArray      *actions;        /* gint64: when an operator action was sent */
+  GArray      *tier2_cancels;  /* gint64: when a Tier 2 cancel was answered */
+
+  /* Seen on the event stream */
+  GHashTable  *active;         /* run ids */
+  GHashTable  *with_text;      /* run ids that published text */
+  guint        max_active;
+  guint        max_tier1_attempt;
+  guint        n_events;
+  guint        n_tier1_retries;
+} Driver;
+
+struct _Soak
+{
+  SoakKaged    kaged;
+  guint        target_runs;
+  Driver      *drivers;
+  guint        n_drivers;
+
+  GMutex       lock;
+  GHashTable  *operator_rows;  /* gint64 * → content, as posted */
+  gint         runs_queued;    /* atomic */
+  gint         stopping;       /* atomic */
+  guint        n_posts;
+  guint        n_regenerates;
+  guint        n_edits;
+  guint        n_run_cancels;
+  guint        n_tier2_cancels;
+  guint        n_refused_api;
+  GPtrArray   *violations;
+};
+
+static void
+violation (Soak       *soak,
+           const char *format,
+           ...) G_GNUC_PRINTF (2, 3);
+
+static void
+violation (Soak       *soak,
+           const char *format,
+           ...)
+{
+  va_list args;
+  char *text;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_mutex_lock (&soak->lock);
+  if (soak->violations->len < 50)
+    g_test_message ("violation: %s", text);
+  g_ptr_array_add (soak->violations, text);
+  g_mutex_unlock (&soak->lock);
+}
+
+static void
+record_operator (Soak       *soak,
+                 gint64      message_id,
+                 const char *content)
+{
+  gint64 *id = g_new (gint64, 1);
+
+  *id = message_id;
+  g_mutex_lock (&soak->lock);
+  g_hash_table_insert (soak->operator_rows, id, g_strdup (content));
+  g_mutex_unlock (&soak->lock);
+}
+
+static void
+take_receipt (Driver     *driver,
+              JsonNode   *node,
+              const char *content)
+{
+  JsonObject *receipt = json_node_get_object (node);
+  gint64 message_id = json_object_get_int_member (receipt, "message_id");
+  gint64 run_id = json_object_get_int_member (receipt, "run_id");
+
+  g_array_append_val (driver->run_ids, run_id);
+  if (content != NULL)
+    {
+      record_operator (driver->soak, message_id, content);
+      driver->last_operator_id = message_id;
+    }
+}
+
+static void
+note_action (Driver *driver)
+{
+  gint64 now = soak_now_ms ();
+
+  g_array_append_val (driver->actions, now);
+}
+
+static void
+do_post (Driver *driver,
+         guint   n)
+{
+  Soak *soak = driver->soak;
+  g_autofree char *content = g_strdup_printf ("[s%02u m%u] Question %u of conversation %u",
+                                              driver->index, n, n, driver->index);
+  g_autofree char *body = g_strdup_printf ("{\"content\": \"%s\"}", content);
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(SoupSession) http = NULL;
+  guint status = 0;
+
+  http = soak_http_new ();
+  note_action (driver);
+  node = soak_api (&soak->kaged, http, "POST", body, &status,
+                   "sessions/%" G_GINT64_FORMAT "/messages", driver->session_id);
+  if (status != 202 || node == NULL)
+    {
+      violation (soak, "s%02u: posting answered %u", driver->index, status);
+      return;
+    }
+  take_receipt (driver, node, content);
+  g_atomic_int_inc ((gint *)&soak->n_posts);
+}
+
+static void
+do_regenerate (Driver *driver)
+{
+  Soak *soak = driver->soak;
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(SoupSession) http = soak_http_new ();
+  guint status = 0;
+
+  note_action (driver);
+  node = soak_api (&soak->kaged, http, "POST", "{}", &status,
+                   "sessions/%" G_GINT64_FORMAT "/messages/%" G_GINT64_FORMAT "/regenerate",
+                   driver->session_id, driver->last_operator_id);
+  if (status != 202 || node == NULL)
+    {
+      violation (soak, "s%02u: regenerating answered %u", driver->index, status);
+      return;
+    }
+  take_receipt (driver, node, NULL);
+  g_atomic_int_inc ((gint *)&soak->n_regenerates);
+}
+
+static void
+do_edit (Driver *driver,
+         guint   n)
+{
+  Soak *soak = driver->soak;
+  g_autofree char *content = g_strdup_printf ("[s%02u m%u] Question %u, said differently",
+                                              driver->index, n, n);
+  g_autofree char *body = g_strdup_printf ("{\"content\": \"%s\"}", content);
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(SoupSession) http = soak_http_new ();
+  guint status = 0;
+
+  note_action (driver);
+  node = soak_api (&soak->kaged, http, "POST", body, &status,
+                   "sessions/%" G_GINT64_FORMAT "/messages/%" G_GINT64_FORMAT "/edit",
+                   driver->session_id, driver->last_operator_id);
+  if (status != 202 || node == NULL)
+    {
+      violation (soak, "s%02u: editing answered %u", driver->index, status);
+      return;
+    }
+  take_receipt (driver, node, content);
+  g_atomic_int_inc ((gint *)&soak->n_edits);
+}
+
+static void
+do_cancel_run (Driver *driver,
+               gint64  run_id)
+{
+  Soak *soak = driver->soak;
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(SoupSession) http = soak_http_new ();
+  guint status = 0;
+
+  node = soak_api (&soak->kaged, http, "POST", "{}", &status,
+                   "sessions/%" G_GINT64_FORMAT "/runs/%" G_GINT64_FORMAT "/cancel",
+                   driver->session_id, run_id);
+  if (status == 200)
+    g_atomic_int_inc ((gint *)&soak->n_run_cancels);
+  else if (status != 409)
+    violation (soak, "s%02u: cancelling run %" G_GINT64_FORMAT " answered %u",
+               driver->index, run_id, status);
+}
+
+/* Cancels the conversation's Tier 2 retry, whatever its state. */
+static void
+do_cancel_tier2 (Driver *driver)
+{
+  Soak *soak = driver->soak;
+  g_autoptr(JsonNode) node = NULL;
+  g_autoptr(SoupSession) http = soak_http_new ();
+  guint status = 0;
+
+  node = soak_api (&soak->kaged, http, "POST", "{}", &status,
+                   "sessions/%" G_GINT64_FORMAT "/retry/cancel", driver->session_id);
+  if (status == 200)
+    {
+      gint64 now = soak_now_ms ();
+
+      if (g_strcmp0 (json_object_get_string_member (json_node_get_object (node), "state"),
+                     "cancelled") != 0)
+        violation (soak, "s%02u: a cancelled retry is not cancelled", driver->index);
+      g_array_append_val (driver->tier2_cancels, now);
+      g_atomic_int_inc ((gint *)&soak->n_tier2_cancels);
+    }
+  else if (status != 409)
+    {
+      violation (soak, "s%02u: cancelling the retry answered %u", driver->index, status);
+    }
+}
+
+static void
+wait_idle (Driver *driver,
+           guint   max_ms)
+{
+  g_autoptr(SoupSession) http = soak_http_new ();
+  gint64 deadline = g_get_monotonic_time () + (gint64)max_ms * 1000;
+
+  while (!soak_session_is_idle (&driver->soak->kaged, http, driver->session_id) &&
+         g_get_monotonic_time () < deadline)
+    soak_sleep_ms (50);
+}
+
+static gpointer
+driver_thread (gpointer data)
+{
+  Driver *driver = data;
+  Soak *soak = driver->soak;
+  guint n = 0;
+
+  while (!g_atomic_int_get (&soak->stopping))
+    {
+      guint roll = g_rand_int_range (driver->rand, 0, 100);
+
+      if (driver->last_operator_id == 0 || roll < 35)
+        {
+          /* Mostly after the reply, sometimes into the queue. */
+          if (g_rand_int_range (driver->rand, 0, 100) < 75)
+            wait_idle (driver, 20000);
+          do_post (driver, ++n);
+        }
+      else if (roll < 43)
+        do_regenerate (driver);
+      else if (roll < 49)
+        do_edit (driver, ++n);
+      else if (roll < 57 && driver->run_ids->len > 0)
+        do_cancel_run (driver, g_array_index (driver->run_ids, gint64, driver->run_ids->len - 1));
+      else if (roll < 75)
+        {
+          /* A cancel at a random moment of the countdown or of its run. */
+          soak_sleep_ms (g_rand_int_range (driver->rand, 0, 2500));
+          do_cancel_tier2 (driver);
+        }
+      else
+        {
+          /* Leave room for Tier 2 to fire. */
+          soak_sleep_ms (2500 + g_rand_int_range (driver->rand, 0, 2000));
+        }
+
+      soak_sleep_ms (g_rand_int_range (driver->rand, 0, 600));
+
+      if ((guint)g_atomic_int_get (&soak->runs_queued) >= soak->target_runs)
+        g_atomic_int_set (&soak->stopping, TRUE);
+    }
+
+  return NULL;
+}
+
+/* Reads the conversation's event stream until the program goes away. */
+static gpointer
+events_thread (gpointer data)
+{
+  Driver *driver = data;
+  Soak *soak = driver->soak;
+  g_autoptr(SoupSession) http = soak_http_new ();
+  g_autoptr(SoupMessage) msg = NULL;
+  g_autoptr(GInputStream) stream = NULL;
+  g_autoptr(GDataInputStream) lines = NULL;
+  g_autofree char *url = NULL;
+  g_autofree char *authorization = NULL;
+  g_autofree char *name = NULL;
+  g_autoptr(GError) error = NULL;
+  char *line;
+
+  g_object_set (http, "timeout", 0, NULL);
+  url = g_strdup_printf ("http://127.0.0.1:%u/api/v1/sessions/%" G_GINT64_FORMAT "/events",
+                         soak->kaged.port, driver->session_id);
+  authorization = g_strdup_printf ("Bearer %s", soak->kaged.token);
+  msg = soup_message_new ("GET", url);
+  soup_message_headers_replace (soup_message_get_request_headers (msg),
+                                "Authorization", authorization);
+  stream = soup_session_send (http, msg, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (soup_message_get_status (msg), ==, 200);
+  lines = g_data_input_stream_new (stream);
+
+  while ((line = g_data_input_stream_read_line_utf8 (lines, NULL, NULL, NULL)) != NULL)
+    {
+      if (g_str_has_prefix (line, "event: "))
+        {
+          g_free (name);
+          name = g_strdup (line + strlen ("event: "));
+        }
+      else if (g_str_has_prefix (line, "data: ") && name != NULL)
+        {
+          g_autoptr(JsonNode) node = json_from_string (line + strlen ("data: "), NULL);
+          JsonObject *object = node != NULL ? json_node_get_object (node) : NULL;
+          gint64 run_id = object != NULL && json_object_has_member (object, "id")
+                          ? json_object_get_int_member (object, "id") : 0;
+          gint64 delta_run_id = object != NULL && json_object_has_member (object, "run_id")
+                                ? json_object_get_int_member (object, "run_id") : 0;
+
+          driver->n_events++;
+          if (g_str_equal (name, "run.queued"))
+            {
+              g_atomic_int_inc (&soak->runs_queued);
+            }
+          else if (g_str_equal (name, "run.started"))
+            {
+              g_hash_table_add (driver->active, GSIZE_TO_POINTER (run_id));
+              driver->max_active = MAX (driver->max_active, g_hash_table_size (driver->active));
+              if (g_hash_table_size (driver->active) > 1)
+                violation (soak, "s%02u: %u runs active at once", driver->index,
+                           g_hash_table_size (driver->active));
+            }
+          else if (g_str_equal (name, "run.finished"))
+            {
+              g_hash_table_remove (driver->active, GSIZE_TO_POINTER (run_id));
+            }
+          else if (g_str_equal (name, "message.delta"))
+            {
+              g_hash_table_add (driver->with_text, GSIZE_TO_POINTER (delta_run_id));
+            }
+          else if (g_str_equal (name, "run.retrying"))
+            {
+              guint next = json_object_get_int_member (object, "next_attempt");
+
+              driver->n_tier1_retries++;
+              driver->max_tier1_attempt = MAX (driver->max_tier1_attempt, next);
+              if (next > 3)
+                violation (soak, "run %" G_GINT64_FORMAT ": Tier 1 attempt %u", delta_run_id, next);
+              if (g_hash_table_contains (driver->with_text, GSIZE_TO_POINTER (delta_run_id)))
+                violation (soak, "run %" G_GINT64_FORMAT ": Tier 1 retries after a delta",
+                           delta_run_id);
+            }
+        }
+      g_free (line);
+    }
+
+  return NULL;
+}
+
+/* Stands every retry down and cancels every run, until the conversation
+ * is still. */
+static void
+settle (Driver *driver)
+{
+  g_autoptr(SoupSession) http = soak_http_new ();
+
+  for (guint round = 0; round < 20; round++)
+    {
+      do_cancel_tier2 (driver);
+      for (guint i = driver->run_ids->len; i > 0 && i + 5 > driver->run_ids->len; i--)
+        do_cancel_run (driver, g_array_index (driver->run_ids, gint64, i - 1));
+      wait_idle (driver, 1000);
+      if (soak_session_is_idle (&driver->soak->kaged, http, driver->session_id))
+        {
+          soak_sleep_ms (300);
+          if (soak_session_is_idle (&driver->soak->kaged, http, driver->session_id))
+            {
+              do_cancel_tier2 (driver);
+              return;
+            }
+        }
+    }
+  violation (driver->soak, "s%02u: does not settle", driver->index);
+}
+
+/* ------------------------------------------------------------------------
+ * The checks
+ * ------------------------------------------------------------------------ */
+
+typedef struct
+{
+  gint64       time;
+  const Fault *fault;
+} Served;
+
+/* The conversation a request was about, from the markers of its operator
+ * messages, or -1. */
+static int
+request_conversation (GBytes *body)
+{
+  gsize len = 0;
+  const char *data = g_bytes_get_data (body, &len);
+  g_autofree char *text = g_strndup (data, len);
+  const char *marker = strstr (text, "[s");
+
+  if (marker == NULL || !g_ascii_isdigit (marker[2]) || !g_ascii_isdigit (marker[3]))
+    return -1;
+
+  return (marker[2] - '0') * 10 + (marker[3] - '0');
+}
+
+typedef struct
+{
+  gint64  id;
+  gint64  session_id;
+  char   *status;
+  char   *retry_class;
+  gint64  started_at;
+  gint64  finished_at;
+  guint   n_attempts;
+  gint64  last_status;
+  char   *last_error;
+} Run;
+
+static void
+run_free (Run *run)
+{
+  g_free (run->status);
+  g_free (run->retry_class);
+  g_free (run->last_error);
+  g_free (run);
+}
+
+static char *
+column_dup (sqlite3_stmt *stmt,
+            int           column)
+{
+  const unsigned char *text = sqlite3_column_text (stmt, column);
+
+  return text != NULL ? g_strdup ((const char *)text) : NULL;
+}
+
+static GPtrArray *
+read_runs (sqlite3 *db)
+{
+  GPtrArray *runs = g_ptr_array_new_with_free_func ((GDestroyNotify)run_free);
+  sqlite3_stmt *stmt = NULL;
+
+  g_assert_cmpint (sqlite3_prepare_v2 (db,
+    "SELECT r.id, r.session_id, r.status, r.retry_class, r.started_at, r.finished_at, "
+    "  (SELECT count(*) FROM attempts a WHERE a.run_id = r.id), "
+    "  (SELECT a.http_status FROM attempts a WHERE a.run_id = r.id ORDER BY a.seq DESC LIMIT 1), "
+    "  (SELECT a.error FROM attempts a WHERE a.run_id = r.id ORDER BY a.seq DESC LIMIT 1) "
+    "FROM runs r ORDER BY r.session_id, r.started_at, r.id", -1, &stmt, NULL), ==, SQLITE_OK);
+  while (sqlite3_step (stmt) == SQLITE_ROW)
+    {
+      Run *run = g_new0 (Run, 1);
+
+      run->id = sqlite3_column_int64 (stmt, 0);
+      run->session_id = sqlite3_column_int64 (stmt, 1);
+      run->status = column_dup (stmt, 2);
+      run->retry_class = column_dup (stmt, 3);
+      run->started_at = sqlite3_column_type (stmt, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64 (stmt, 4);
+      run->finished_at = sqlite3_column_type (stmt, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64 (stmt, 5);
+      run->n_attempts = sqlite3_column_int (stmt, 6);
+      run->last_status = sqlite3_column_type (stmt, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64 (stmt, 7);
+      run->last_error = column_dup (stmt, 8);
+      g_ptr_array_add (runs, run);
+    }
+  sqlite3_finalize (stmt);
+
+  return runs;
+}
+
+static gboolean
+in_refusal (const gint64 *refusals,
+            guint         n_refusals,
+            gint64        time)
+{
+  for (guint i = 0; i < n_refusals; i++)
+    if (time >= refusals[2 * i] - 50 && time <= refusals[2 * i + 1] + 50)
+      return TRUE;
+  return FALSE;
+}
+
+static void
+check_runs (Soak            *soak,
+            GPtrArray       *runs,
+            GPtrArray      **served,        /* per driver: Served */
+            const gint64    *refusals,
+            guint            n_refusals,
+            GHashTable      *class_counts,
+            guint           *max_attempts,
+            guint           *max_attempts_plain)
+{
+  guint n_compacted = 0;
+
+  for (guint i = 0; i < runs->len; i++)
+    {
+      Run *run = g_ptr_array_index (runs, i);
+      Driver *driver = NULL;
+      const Served *last = NULL;
+      guint n_in_window = 0;
+      gboolean compacted = FALSE;
+      gint64 next_started;
+
+      for (guint d = 0; d < soak->n_drivers; d++)
+        if (soak->drivers[d].session_id == run->session_id)
+          driver = &soak->drivers[d];
+      g_assert_nonnull (driver);
+
+      if (g_strcmp0 (run->status, "succeeded") != 0 && g_strcmp0 (run->status, "failed") != 0 &&
+          g_strcmp0 (run->status, "cancelled") != 0)
+        violation (soak, "run %" G_GINT64_FORMAT " ended %s", run->id, run->status);
+
+      if (g_strcmp0 (run->status, "cancelled") == 0 && run->retry_class != NULL)
+        violation (soak, "cancelled run %" G_GINT64_FORMAT " has the class %s", run->id,
+                   run->retry_class);
+
+      *max_attempts = MAX (*max_attempts, run->n_attempts);
+
+      if (g_strcmp0 (run->status, "failed") == 0)
+        {
+          guint n = GPOINTER_TO_UINT (g_hash_table_lookup (class_counts, run->retry_class));
+
+          g_hash_table_insert (class_counts, g_strdup (run->retry_class), GUINT_TO_POINTER (n + 1));
+        }
+
+      if (run->started_at < 0 || run->finished_at < 0)
+        continue;
+
+      /* The next run of the conversation may start in the millisecond this
+       * one ended: from then on, what is sent is the next run's. */
+      next_started = G_MAXINT64;
+      for (guint j = i + 1; j < runs->len; j++)
+        {
+          Run *next = g_ptr_array_index (runs, j);
+
+          if (next->session_id != run->session_id)
+            break;
+          if (next->started_at >= 0)
+            {
+              next_started = next->started_at;
+              break;
+            }
+        }
+
+      /* What the provider served the run: the conversation's requests
+       * between its start and its end (one run at a time, checked below). */
+      for (guint r = 0; r < served[driver->index]->len; r++)
+        {
+          const Served *request = g_ptr_array_index (served[driver->index], r);
+
+          if (request->time < run->started_at || request->time > run->finished_at ||
+              request->time >= next_started)
+            continue;
+
+          if (g_str_equal (request->fault->name, "context-overflow"))
+            compacted = TRUE;
+          /* Nothing is sent again after text was published; a compaction
+           * (a summary, then the run again) is checked on the events. */
+          if (last != NULL && last->fault->delta && !compacted)
+            violation (soak, "run %" G_GINT64_FORMAT " sent a request (%s at %" G_GINT64_FORMAT
+                       ") after a delta (%s at %" G_GINT64_FORMAT "), run from %" G_GINT64_FORMAT
+                       " to %" G_GINT64_FORMAT ", %s", run->id, request->fault->name,
+                       request->time, last->fault->name, last->time, run->started_at,
+                       run->finished_at, run->status);
+          last = request;
+          n_in_window++;
+        }
+
+      /* A run holds one Tier 1 sequence, or with a compaction also the
+       * summary's and the second call's (their numbers are checked on the
+       * events). */
+      if (compacted)
+        n_compacted++;
+      else
+        *max_attempts_plain = MAX (*max_attempts_plain, run->n_attempts);
+      if (run->n_attempts > (compacted ? 9 : 3))
+        {
+          g_autoptr(GString) names = g_string_new (NULL);
+
+          for (guint r = 0; r < served[driver->index]->len; r++)
+            {
+              const Served *request = g_ptr_array_index (served[driver->index], r);
+
+              if (request->time >= run->started_at && request->time <= run->finished_at &&
+                  request->time < next_started)
+                g_string_append_printf (names, " %s", request->fault->name);
+            }
+          violation (soak, "run %" G_GINT64_FORMAT " made %u attempts:%s", run->id,
+                     run->n_attempts, names->str);
+        }
+
+      if (g_strcmp0 (run->status, "failed") == 0)
+        {
+          const char *expected;
+
+          if (run->last_status < 0 && in_refusal (refusals, n_refusals, run->finished_at) &&
+              (last == NULL || last->time < run->finished_at - 20))
+            expected = "network";
+          else if (last != NULL)
+            expected = last->fault->retry_class;
+          else
+            expected = "(no request)";
+
+          if (g_strcmp0 (expected, run->retry_class) != 0)
+            violation (soak, "run %" G_GINT64_FORMAT " failed as %s, after %s (%u requests, "
+                       "%u attempts, last %" G_GINT64_FORMAT " %s)", run->id, run->retry_class,
+                       last != NULL ? last->fault->name : "no request", n_in_window,
+                       run->n_attempts, run->last_status,
+                       run->last_error != NULL ? run->last_error : "");
+        }
+      else if (g_strcmp0 (run->status, "succeeded") == 0)
+        {
+          if (last == NULL || last->fault->retry_class != NULL)
+            violation (soak, "run %" G_GINT64_FORMAT " succeeded after %s", run->id,
+                       last != NULL ? last->fault->name : "no request");
+        }
+    }
+
+  g_print ("# runs with a compaction: %u\n", n_compacted);
+
+  /* One active run per conversation, exactly, from what was stored. */
+  for (guint i = 1; i < runs->len; i++)
+    {
+      Run *before = g_ptr_array_index (runs, i - 1);
+      Run *run = g_ptr_array_index (runs, i);
+
+      if (before->session_id == run->session_id && before->started_at >= 0 &&
+          run->started_at >= 0 && run->started_at < before->finished_at)
+        violation (soak, "runs %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT " overlap",
+                   before->id, run->id);
+    }
+}
+
+/* After a Tier 2 cancel, nothing reaches the provider for the conversation
+ * until the operator acts. */
+static void
+check_tier2_cancels (Soak       *soak,
+                     GPtrArray **served)
+{
+  for (guint d = 0; d < soak->n_drivers; d++)
+    {
+      Driver *driver = &soak->drivers[d];
+
+      for (guint c = 0; c < driver->tier2_cancels->len; c++)
+        {
+          gint64 cancelled = g_array_index (driver->tier2_cancels, gint64, c);
+          gint64 next_action = G_MAXINT64;
+
+          for (guint a = 0; a < driver->actions->len; a++)
+            {
+              gint64 action = g_array_index (driver->actions, gint64, a);
+
+              if (action >= cancelled && action < next_action)
+                next_action = action;
+            }
+
+          for (guint r = 0; r < served[d]->len; r++)
+            {
+              const Served *request = g_ptr_array_index (served[d], r);
+
+              if (request->time > cancelled && request->time < next_action)
+                violation (soak, "s%02u: a request (%s) %" G_GINT64_FORMAT " ms after a Tier 2 "
+                           "cancel", d, request->fault->name, request->time - cancelled);
+            }
+        }
+    }
+}
+
+static void
+check_operator_rows (Soak    *soak,
+                     sqlite3 *db)
+{
+  g_autoptr(GHashTable) stored = soak_db_operator_rows (db);
+  GHashTableIter iter;
+  gpointer key;
+  gpointer value;
+
+  if (g_hash_table_size (stored) != g_hash_table_size (soak->operator_rows))
+    violation (soak, "%u operator rows stored, %u posted", g_hash_table_size (stored),
+               g_hash_table_size (soak->operator_rows));
+
+  g_hash_table_iter_init (&iter, soak->operator_rows);
+  while (g_hash_table_iter_next (&iter, &key, &value))
+    {
+      const char *content = g_hash_table_lookup (stored, key);
+
+      if (g_strcmp0 (content, value) != 0)
+        violation (soak, "operator message %" G_GINT64_FORMAT " reads “%s”, not “%s”",
+                   *(gint64 *)key, content != NULL ? content : "(missing)", (const char *)value);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void
+test_fault_soak (void)
+{
+  guint n_sessions = soak_env_uint ("SOAK_SESSIONS", 5);
+  guint seed = soak_env_uint ("SOAK_SEED", 1);
+  g_autofree char *scenario = build_scenario (seed);
+  g_autoptr(KagedFakeServer) server = NULL;
+  g_autoptr(GHashTable) fault_counts = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) class_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) runs = NULL;
+  g_autoptr(SoupSession) http = soak_http_new ();
+  g_autofree char *provider_url = NULL;
+  GPtrArray **served;
+  const gint64 *refusals;
+  const char *extra[] = { "--auto-retry", "--provider-timeout=1", NULL };
+  SoakProvider *provider;
+  Soak soak = { 0 };
+  gint64 begin = g_get_monotonic_time ();
+  double seconds;
+  guint n_refusals = 0;
+  guint max_attempts = 0;
+  guint max_attempts_plain = 0;
+  guint max_active = 0;
+  guint max_tier1_attempt = 0;
+  guint n_tier1_retries = 0;
+  guint n_requests;
+  sqlite3 *db;
+
+  g_assert_cmpuint (n_sessions, <=, 99);
+  g_mutex_init (&soak.lock);
+  soak.target_runs = soak_env_uint ("SOAK_RUNS", 150);
+  soak.operator_rows = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
+  soak.violations = g_ptr_array_new_with_free_func (g_free);
+
+  provider = soak_provider_start (scenario);
+  provider_url = soak_provider_dup_url (provider);
+  soak_kaged_init (&soak.kaged, provider_url, extra);
+  soak_kaged_start (&soak.kaged);
+
+  soak.n_drivers = n_sessions;
+  soak.drivers = g_new0 (Driver, n_sessions);
+  for (guint d = 0; d < n_sessions; d++)
+    {
+      Driver *driver = &soak.drivers[d];
+      g_autofree char *title = g_strdup_printf ("Soak %u", d);
+
+      driver->soak = &soak;
+      driver->index = d;
+      driver->session_id = soak_create_session (&soak.kaged, http, title);
+      driver->rand = g_rand_new_with_seed (seed * 1000 + d);
+      driver->run_ids = g_array_new (FALSE, FALSE, sizeof (gint64));
+      driver->actions = g_array_new (FALSE, FALSE, sizeof (gint64));
+      driver->tier2_cancels = g_array_new (FALSE, FALSE, sizeof (gint64));
+      driver->active = g_hash_table_new (NULL, NULL);
+      driver->with_text = g_hash_table_new (NULL, NULL);
+      driver->events_thread = g_thread_new ("soak-events", events_thread, driver);
+    }
+  /* The event streams are open before anything runs. */
+  soak_sleep_ms (200);
+  for (guint d = 0; d < n_sessions; d++)
+    soak.drivers[d].thread = g_thread_new ("soak-driver", driver_thread, &soak.drivers[d]);
+  for (guint d = 0; d < n_sessions; d++)
+    g_thread_join (soak.drivers[d].thread);
+
+  for (guint d = 0; d < n_sessions; d++)
+    settle (&soak.drivers[d]);
+
+  soak_kaged_stop (&soak.kaged);
+  for (guint d = 0; d < n_sessions; d++)
+    g_thread_join (soak.drivers[d].events_thread);
+  server = soak_provider_stop (provider);
+  seconds = (g_get_monotonic_time () - begin) / (double)G_USEC_PER_SEC;
+
+  /* What the provider served, per conversation. */
+  served = g_new0 (GPtrArray *, n_sessions);
+  for (guint d = 0; d < n_sessions; d++)
+    served[d] = g_ptr_array_new_with_free_func (g_free);
+  n_requests = kaged_fake_server_get_n_requests (server, NULL);
+  for (guint r = 0; r < n_requests; r++)
+    {
+      const Fault *fault = find_fault (kaged_fake_server_get_request_fault (server, r));
+      int conversation = request_conversation (kaged_fake_server_get_request_body (server, r));
+      Served *request;
+
+      g_assert_nonnull (fault);
+      g_hash_table_insert (fault_counts, (gpointer)fault->name,
+                           GUINT_TO_POINTER (GPOINTER_TO_UINT (g_hash_table_lookup (fault_counts, fault->name)) + 1));
+      if (conversation < 0 || (guint)conversation >= n_sessions)
+        {
+          violation (&soak, "request %u names no conversation", r);
+          continue;
+        }
+      request = g_new0 (Served, 1);
+      request->time = kaged_fake_server_get_request_time (server, r);
+      request->fault = fault;
+      g_ptr_array_add (served[conversation], request);
+    }
+  refusals = kaged_fake_server_get_refusals (server, &n_refusals);
+
+  db = soak_open_db (soak.kaged.db_path);
+  runs = read_runs (db);
+  check_runs (&soak, runs, served, refusals, n_refusals, class_counts, &max_attempts,
+              &max_attempts_plain);
+  check_tier2_cancels (&soak, served);
+  check_operator_rows (&soak, db);
+  if (!soak_db_integrity_ok (db))
+    violation (&soak, "PRAGMA integrity_check is not ok");
+
+  for (guint d = 0; d < n_sessions; d++)
+    {
+      max_active = MAX (max_active, soak.drivers[d].max_active);
+      max_tier1_attempt = MAX (max_tier1_attempt, soak.drivers[d].max_tier1_attempt);
+      n_tier1_retries += soak.drivers[d].n_tier1_retries;
+    }
+
+  /* The figures. */
+  g_print ("# fault soak: seed %u, %u conversations, %.1f s\n", seed, n_sessions, seconds);
+  g_print ("# runs %u: succeeded %" G_GINT64_FORMAT ", failed %" G_GINT64_FORMAT
+           ", cancelled %" G_GINT64_FORMAT "; started by Tier 2 %d\n", runs->len,
+           soak_db_count (db, "SELECT count(*) FROM runs WHERE status = 'succeeded'"),
+           soak_db_count (db, "SELECT count(*) FROM runs WHERE status = 'failed'"),
+           soak_db_count (db, "SELECT count(*) FROM runs WHERE status = 'cancelled'"),
+           (int)runs->len - (int)(soak.n_posts + soak.n_regenerates + soak.n_edits));
+  g_print ("# driver: %u posts, %u regenerates, %u edits, %u run cancels, %u Tier 2 cancels\n",
+           soak.n_posts, soak.n_regenerates, soak.n_edits, soak.n_run_cancels,
+           soak.n_tier2_cancels);
+  g_print ("# provider: %u requests, %u refusal windows; by fault:", n_requests, n_refusals);
+  for (guint i = 0; i < G_N_ELEMENTS (faults); i++)
+    g_print (" %s %u", faults[i].name,
+             GPOINTER_TO_UINT (g_hash_table_lookup (fault_counts, faults[i].name)));
+  g_print ("\n# failed runs by class:");
+  {
+    GHashTableIter iter;
+    gpointer key;
+    gpointer value;
+
+    g_hash_table_iter_init (&iter, class_counts);
+    while (g_hash_table_iter_next (&iter, &key, &value))
+      g_print (" %s %u", (const char *)key, GPOINTER_TO_UINT (value));
+  }
+  g_print ("\n# Tier 1: %u retries, highest attempt number %u; most attempts logged in a run "
+           "without compaction %u, with one %u\n", n_tier1_retries, max_tier1_attempt,
+           max_attempts_plain, max_attempts);
+  g_print ("# most runs active at once in a conversation %u\n", max_active);
+  g_print ("# operator messages %u, all intact: %s; integrity_check ok: %s\n",
+           g_hash_table_size (soak.operator_rows),
+           soak.violations->len == 0 ? "yes" : "see violations",
+           soak_db_integrity_ok (db) ? "yes" : "NO");
+  g_print ("# invariants violated: %u\n", soak.violations->len);
+  fflush (stdout);
+
+  sqlite3_close (db);
+
+  g_assert_cmpuint (runs->len, >=, soak.target_runs);
+  g_assert_cmpuint (soak.violations->len, ==, 0);
+
+  for (guint d = 0; d < n_sessions; d++)
+    {
+      Driver *driver = &soak.drivers[d];
+
+      g_rand_free (driver->rand);
+      g_array_unref (driver->run_ids);
+      g_array_unref (driver->actions);
+      g_array_unref (driver->tier2_cancels);
+      g_hash_table_unref (driver->active);
+      g_hash_table_unref (driver->with_text);
+      g_ptr_array_unref (served[d]);
+    }
+  g_free (served);
+  g_free (soak.drivers);
+  g_hash_table_unref (soak.operator_rows);
+  g_ptr_array_unref (soak.violations);
+  g_mutex_clear (&soak.lock);
+  soak_kaged_clear (&soak.kaged);
+}
+
+static void
+drop_log (const char     *domain,
+          GLogLevelFlags  level,
+          const char     *message,
+          gpointer        user_data)
+{
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_test_init (&argc, &argv, NULL);
+  /* Thousands of requests: the provider's own log says nothing here. */
+  g_log_set_handler ("kaged-fake-server", G_LOG_LEVEL_DEBUG, drop_log, NULL);
+
+  g_test_add_func ("/soak/faults", test_fault_soak);
+
+  return g_test_run ();
+}

@@ -701,6 +701,51 @@ test_row_connecting (RowFixture    *f,
   g_assert_nonnull (shown_label (row, "Writing…"));
 }
 
+static GtkSpinner *
+spinner_of (GtkWidget *row)
+{
+  return GTK_SPINNER (gtk_widget_get_template_child (row, KAGED_TYPE_MESSAGE_ROW, "status_spinner"));
+}
+
+/* The spinner turns while the reply waits for words; while they arrive it
+ * rests (they show the reply is being written, and a spinner redraws the
+ * window at every frame), and turns again when they stop coming. */
+static void
+test_row_spinner (RowFixture    *f,
+                  gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (11, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 deadline;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+  g_assert_true (gtk_spinner_get_spinning (spinner_of (row)));
+
+  kaged_message_set_content (message, "Hel");
+  iterate ();
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+  g_assert_false (gtk_spinner_get_spinning (spinner_of (row)));
+  kaged_message_set_content (message, "Hello");
+  iterate ();
+  g_assert_false (gtk_spinner_get_spinning (spinner_of (row)));
+
+  /* No word for a second: it turns again. */
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (!gtk_spinner_get_spinning (spinner_of (row)) && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_true (gtk_spinner_get_spinning (spinner_of (row)));
+
+  /* The end: no spinner. */
+  kaged_message_set_content (message, "Hello there");
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+  g_assert_false (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+  g_assert_false (gtk_spinner_get_spinning (spinner_of (row)));
+}
+
 static void
 test_row_rebind (RowFixture    *f,
                  gconstpointer  data)
@@ -1321,6 +1366,7 @@ main (int   argc,
   ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
   ROW_TEST ("/message-row/connecting", test_row_connecting);
+  ROW_TEST ("/message-row/spinner", test_row_spinner);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
   ROW_TEST ("/message-row/pager", test_row_pager);

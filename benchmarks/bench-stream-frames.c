@@ -2,10 +2,13 @@
  *
  * A streaming reply in a message list, frame by frame, without a
  * provider: a reply of N tokens grows by 10 tokens at a time (200 tokens/s
- * shown 20 times a second) and three frames are drawn after each step, as
- * at 60 frames a second. Prints the time the frames took in all, and
- * per frame near the start and near the end of the reply. Run it under
- * `valgrind --tool=callgrind` to count the instructions per frame.
+ * shown 20 times a second), and FRAMES (default 1) frames are drawn after
+ * each step; the list follows the end in the frame that lays it out, as the
+ * window does. Prints the main thread's CPU time per step and per frame,
+ * and what that makes at 20 steps a second; START tokens are shown at
+ * once before, to measure the frames of a long reply. Run it under
+ * `valgrind --tool=callgrind --toggle-collect=wait_frames` to count the
+ * instructions of the frames alone.
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -18,7 +21,7 @@
 #include "kaged-message.h"
 
 #define TOKENS_PER_STEP 10
-#define FRAMES_PER_STEP 3
+#define STEPS_PER_SECOND 20
 
 static guint frames_seen;
 
@@ -36,6 +39,14 @@ after_paint_cb (GdkFrameClock *clock,
                 gpointer       user_data)
 {
   frames_seen++;
+}
+
+static void
+layout_cb (GdkFrameClock *clock,
+           GtkAdjustment *vadjustment)
+{
+  gtk_adjustment_set_value (vadjustment, gtk_adjustment_get_upper (vadjustment) -
+                                         gtk_adjustment_get_page_size (vadjustment));
 }
 
 static void
@@ -93,11 +104,25 @@ wait_frames (GdkFrameClock *clock,
     }
 }
 
+/* Frames not counted by --toggle-collect=wait_frames. */
+static G_GNUC_NO_INLINE void
+settle (GdkFrameClock *clock)
+{
+  guint until = frames_seen + 5;
+
+  while (frames_seen < until)
+    {
+      gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
+      g_main_context_iteration (NULL, TRUE);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
 {
   guint n_tokens = argc > 1 ? (guint)g_ascii_strtoull (argv[1], NULL, 10) : 4000;
+  guint frames_per_step = MAX (1, (guint)g_ascii_strtoull (g_getenv ("FRAMES") ?: "1", NULL, 10));
   g_autoptr(GPtrArray) tokens = markdown_tokens (n_tokens);
   g_autoptr(GListStore) store = g_list_store_new (KAGED_TYPE_MESSAGE);
   g_autoptr(KagedMessage) question = kaged_message_new ();
@@ -108,7 +133,7 @@ main (int   argc,
   GtkAdjustment *vadjustment;
   GdkFrameClock *clock;
   gint64 start, first_part = 0, last_part = 0;
-  guint steps, part;
+  guint steps, part, start_tokens;
   double cpu_start, cpu_streaming;
 
   adw_init ();
@@ -140,9 +165,19 @@ main (int   argc,
     g_main_context_iteration (NULL, TRUE);
   clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (window)));
   g_signal_connect (clock, "after-paint", G_CALLBACK (after_paint_cb), NULL);
-  wait_frames (clock, 5);
+  settle (clock);
 
   vadjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroller));
+  g_signal_connect_after (clock, "layout", G_CALLBACK (layout_cb), vadjustment);
+  /* START tokens arrived before: the frames of a reply already long. */
+  start_tokens = MIN (n_tokens, (guint)g_ascii_strtoull (g_getenv ("START") ?: "0", NULL, 10));
+  for (guint i = 0; i < start_tokens; i++)
+    g_string_append (text, g_ptr_array_index (tokens, i));
+  kaged_message_set_content (reply, text->str);
+  settle (clock);
+  g_ptr_array_remove_range (tokens, 0, start_tokens);
+  n_tokens -= start_tokens;
+
   steps = (n_tokens + TOKENS_PER_STEP - 1) / TOKENS_PER_STEP;
   part = MAX (steps / 10, 1);
   start = g_get_monotonic_time ();
@@ -154,10 +189,7 @@ main (int   argc,
       for (guint i = step * TOKENS_PER_STEP; i < MIN ((step + 1) * TOKENS_PER_STEP, tokens->len); i++)
         g_string_append (text, g_ptr_array_index (tokens, i));
       kaged_message_set_content (reply, text->str);
-      wait_frames (clock, 1);
-      gtk_adjustment_set_value (vadjustment, gtk_adjustment_get_upper (vadjustment) -
-                                             gtk_adjustment_get_page_size (vadjustment));
-      wait_frames (clock, FRAMES_PER_STEP - 1);
+      wait_frames (clock, frames_per_step);
 
       if (step < part)
         first_part += g_get_monotonic_time () - step_start;
@@ -167,10 +199,12 @@ main (int   argc,
 
   cpu_streaming = cpu_seconds () - cpu_start;
   g_print ("%u tokens, %u frames: %.1f s; per frame %.2f ms in the first tenth, %.2f ms in the last\n",
-           n_tokens, steps * FRAMES_PER_STEP, (g_get_monotonic_time () - start) / 1e6,
-           first_part / 1e3 / (part * FRAMES_PER_STEP), last_part / 1e3 / (part * FRAMES_PER_STEP));
-  g_print ("main-thread CPU while streaming: %.2f s, %.2f ms per frame\n",
-           cpu_streaming, cpu_streaming * 1e3 / (steps * FRAMES_PER_STEP));
+           n_tokens, steps * frames_per_step, (g_get_monotonic_time () - start) / 1e6,
+           first_part / 1e3 / (part * frames_per_step), last_part / 1e3 / (part * frames_per_step));
+  g_print ("main-thread CPU while streaming: %.2f s, %.2f ms per step, %.2f ms per frame; "
+           "%.1f %% of a core at %u steps a second\n",
+           cpu_streaming, cpu_streaming * 1e3 / steps, cpu_streaming * 1e3 / (steps * frames_per_step),
+           100.0 * cpu_streaming / steps * STEPS_PER_SECOND, STEPS_PER_SECOND);
 
   /* The reply still streaming, with no new text: what each frame costs. */
   cpu_start = cpu_seconds ();

@@ -920,6 +920,7 @@ test_narrow (Fixture       *fixture,
 {
   AdwLeaflet *leaflet = child (fixture, "leaflet");
   GtkListView *sessions = child (fixture, "session_view");
+  int minimum = 0;
 
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
@@ -931,6 +932,11 @@ test_narrow (Fixture       *fixture,
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
   g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+
+  /* Everything on the conversation's page, its header too, fits in 360 px. */
+  gtk_widget_measure (GTK_WIDGET (leaflet), GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  g_assert_cmpint (minimum, <=, 360);
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (leaflet)), <=, 360);
 
   /* Back to the conversations, and into one again. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));

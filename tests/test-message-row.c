@@ -688,7 +688,7 @@ test_row_statuses (RowFixture    *f,
   g_assert_cmpstr (g_variant_get_string (gtk_actionable_get_action_target_value (
                      GTK_ACTIONABLE (button (row, "Open Preferences"))), NULL), ==, "profile-7");
   g_assert_cmpstr (kaged_message_row_get_profile_id (f->row), ==, "profile-7");
-  gtk_widget_activate (button (row, "Open Preferences"));
+  g_signal_emit_by_name (button (row, "Open Preferences"), "clicked");
   iterate ();
   g_assert_cmpuint (f->activated->len, ==, 1);
   g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "preferences-profile profile-7");

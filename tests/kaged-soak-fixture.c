@@ -187,7 +187,7 @@ soak_kaged_init (SoakKaged   *self,
 
   memset (self, 0, sizeof *self);
   g_mutex_init (&self->lock);
-  self->dir = g_dir_make_tmp ("kaged-soak-XXXXXX", &error);
+  self->dir = g_dir_make_tmp (NULL, &error);
   g_assert_no_error (error);
   self->data_dir = g_build_filename (self->dir, "data", NULL);
   self->token_path = g_build_filename (self->dir, "api-token", NULL);

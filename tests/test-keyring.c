@@ -438,7 +438,7 @@ main (int   argc,
   g_autofree char *cache = NULL;
   int ret;
 
-  test_dir = g_dir_make_tmp ("kaged-keyring-XXXXXX", NULL);
+  test_dir = g_dir_make_tmp (NULL, NULL);
   g_assert_nonnull (test_dir);
 
   /* The keyring daemon keeps its files, and everything else its state,

@@ -121,7 +121,7 @@ static void
 test_migrate (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-profiles-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *path = g_build_filename (dir, "keyfile", NULL);
   g_autofree char *contents = NULL;
   g_autoptr(GSettingsBackend) backend = NULL;
@@ -396,7 +396,7 @@ static void
 test_core_spend_per_profile (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-profiles-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
   g_autofree char *url = NULL;
   g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
@@ -495,7 +495,7 @@ static void
 test_spend_counts_own_runs (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-profiles-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
   g_autofree char *url = NULL;
   g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
@@ -626,7 +626,7 @@ static void
 test_remove_drops_model_cache (void)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("kaged-profiles-XXXXXX", &error);
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
   g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
   g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
   g_autoptr(GSettings) settings = new_settings (backend);

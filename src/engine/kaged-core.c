@@ -504,7 +504,7 @@ profile_removed_cb (KagedCore  *self,
   g_autoptr(GError) error = NULL;
 
   if (self->store != NULL &&
-      !kaged_store_delete_profile_models (self->store, profile_id, &error))
+      !kaged_store_drop_profile_models (self->store, profile_id, &error))
     g_warning ("The models listed for the removed profile “%s” could not be forgotten: %s",
                profile_id, error->message);
 }

@@ -250,14 +250,14 @@ kaged_store_set_profile_models (KagedStore          *self,
 }
 
 /**
- * kaged_store_delete_profile_models:
+ * kaged_store_drop_profile_models:
  *
  * Forgets the cached model list of @profile_id, if there is one.
  */
 gboolean
-kaged_store_delete_profile_models (KagedStore  *self,
-                                   const char  *profile_id,
-                                   GError     **error)
+kaged_store_drop_profile_models (KagedStore  *self,
+                                 const char  *profile_id,
+                                 GError     **error)
 {
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
 
@@ -306,7 +306,7 @@ kaged_store_keep_profile_models (KagedStore          *self,
       const char *id = g_ptr_array_index (cached, i);
 
       if (id != NULL && !g_strv_contains (profile_ids, id) &&
-          !kaged_store_delete_profile_models (self, id, error))
+          !kaged_store_drop_profile_models (self, id, error))
         return FALSE;
     }
 

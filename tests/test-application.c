@@ -5,8 +5,9 @@
  * Starts the real `kaged` binary the way a user would and watches what
  * happens on the X display it is given (the test runs under xvfb-run and
  * dbus-run-session): its window maps, it opens Preferences at a profile
- * through app.preferences-profile, it quits through its app.quit action, a damaged database is reported and left alone, and the window
- * size is saved and restored through GSettings.
+ * through app.preferences-profile, it quits through its app.quit action,
+ * a damaged database is reported and left alone, and the window size is
+ * saved and restored through GSettings.
  */
 
 #include "config.h"

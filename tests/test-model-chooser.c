@@ -496,6 +496,9 @@ test_failure_offers_preferences (Fixture       *fixture,
       kaged_profile_set_base_url (profile, wrong);
       refresh_and_wait (fixture);
       g_assert_true (status_shown (fixture, "Type a model name"));
+      /* In the words Test Connection uses. */
+      g_assert_true (status_shown (fixture, "Nothing answers at this address (HTTP 404) — "
+                                            "check the base URL"));
     }
   else
     g_assert_true (wait_for (fixture, status_shown, "Type a model name"));
@@ -541,8 +544,10 @@ main (int   argc,
   g_test_add ("/model-chooser/connection", Fixture, NULL, fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/new-conversation", Fixture, NULL, fixture_set_up, test_new_conversation, fixture_tear_down);
-  g_test_add ("/model-chooser/wrong-address-offers-preferences", Fixture, NULL, fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
-  g_test_add ("/model-chooser/refused-offers-preferences", Fixture, "sk-kaged-never-sent", fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
+  g_test_add ("/model-chooser/wrong-address-offers-preferences", Fixture, NULL,
+              fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
+  g_test_add ("/model-chooser/refused-offers-preferences", Fixture, "sk-kaged-never-sent",
+              fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
 
   return g_test_run ();
 }

@@ -410,8 +410,8 @@ refresh_cb (GObject      *object,
       g_autofree char *reason = NULL;
       g_autofree char *text = NULL;
 
-      reason = kaged_retry_describe_reason (kaged_provider_error_get_retry_class (error),
-                                            kaged_provider_error_get_http_status (error), 0);
+      reason = kaged_retry_describe_models_failure (kaged_provider_error_get_retry_class (error),
+                                                    kaged_provider_error_get_http_status (error));
       /* Translators: why the models could not be listed, e.g. "The API key was
        * refused (HTTP 401). Type a model name below." */
       text = g_strdup_printf (_("%s. Type a model name below."), reason);

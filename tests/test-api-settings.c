@@ -17,6 +17,7 @@
 #include "kaged-api-server.h"
 #include "kaged-api-token.h"
 #include "kaged-core-settings.h"
+#include "kaged-event-client.h"
 #include "kaged-fake-server.h"
 #include "kaged-keyring.h"
 
@@ -372,6 +373,141 @@ test_patch (Fixture       *fixture,
   g_assert_cmpuint (missing->status, ==, 404);
 }
 
+/* The list names each conversation's profile, model and system prompt as
+ * the single session does, under the names PATCH takes. */
+static void
+test_list_has_settings (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autoptr(Response) work = NULL;
+  g_autoptr(Response) plain = NULL;
+  g_autoptr(Response) list = NULL;
+  const char * const names[] = { "id", "title", "state", "profile", "model", "system_prompt" };
+  JsonArray *sessions;
+  gboolean seen_work = FALSE;
+  gboolean seen_plain = FALSE;
+
+  work = request (fixture, "POST", "/api/v1/sessions",
+                  "{\"title\": \"Work chat\", \"profile\": \"work\", \"model\": \"claude-fast\","
+                  " \"system_prompt\": \"Answer in French.\"}");
+  g_assert_cmpuint (work->status, ==, 201);
+  plain = request (fixture, "POST", "/api/v1/sessions", "{\"title\": \"Plain\"}");
+  g_assert_cmpuint (plain->status, ==, 201);
+
+  list = request (fixture, "GET", "/api/v1/sessions", NULL);
+  g_assert_cmpuint (list->status, ==, 200);
+  g_assert_null (strstr (list->text, WORK_KEY));
+  sessions = json_object_get_array_member (object_of (list), "sessions");
+  g_assert_cmpuint (json_array_get_length (sessions), ==, 2);
+
+  for (guint i = 0; i < json_array_get_length (sessions); i++)
+    {
+      JsonObject *listed = json_array_get_object_element (sessions, i);
+      gint64 id = json_object_get_int_member (listed, "id");
+      g_autofree char *path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT, id);
+      g_autoptr(Response) fetched = request (fixture, "GET", path, NULL);
+      JsonObject *single = object_of (fetched);
+
+      /* The same members, with the same values, as GET /sessions/:id. */
+      g_assert_cmpuint (json_object_get_size (listed), ==, json_object_get_size (single));
+      for (guint j = 0; j < G_N_ELEMENTS (names); j++)
+        {
+          JsonNode *a = json_object_get_member (listed, names[j]);
+          JsonNode *b = json_object_get_member (single, names[j]);
+
+          g_assert_nonnull (a);
+          g_assert_nonnull (b);
+          g_assert_true (json_node_equal (a, b));
+        }
+
+      if (id == json_object_get_int_member (object_of (work), "id"))
+        {
+          g_assert_cmpstr (string_or_null (listed, "profile"), ==, "work");
+          g_assert_cmpstr (string_or_null (listed, "model"), ==, "claude-fast");
+          g_assert_cmpstr (string_or_null (listed, "system_prompt"), ==, "Answer in French.");
+          seen_work = TRUE;
+        }
+      else
+        {
+          g_assert_null (string_or_null (listed, "profile"));
+          g_assert_null (string_or_null (listed, "model"));
+          g_assert_null (string_or_null (listed, "system_prompt"));
+          seen_plain = TRUE;
+        }
+    }
+  g_assert_true (seen_work && seen_plain);
+}
+
+static gboolean
+has_session_changed (EventClient *client)
+{
+  for (guint i = 0; i < client->events->len; i++)
+    {
+      Event *event = g_ptr_array_index (client->events, i);
+
+      if (g_str_equal (event->name, "session.changed"))
+        return TRUE;
+    }
+
+  return FALSE;
+}
+
+/* The event stream's `session.changed` shows the session as GET does. */
+static void
+test_event_has_settings (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(Response) created = NULL;
+  g_autoptr(Response) fetched = NULL;
+  g_autoptr(EventClient) client = NULL;
+  g_autofree char *uri = NULL;
+  g_autofree char *bearer = g_strconcat ("Bearer ", fixture->token, NULL);
+  g_autofree char *path = NULL;
+  gint64 deadline = g_get_monotonic_time () + WAIT_SECONDS * G_USEC_PER_SEC;
+  SoupMessage *msg;
+  JsonObject *changed = NULL;
+  gint64 id;
+
+  created = request (fixture, "POST", "/api/v1/sessions",
+                     "{\"title\": \"Watched\", \"profile\": \"work\", \"model\": \"claude-fast\","
+                     " \"system_prompt\": \"Answer in French.\"}");
+  g_assert_cmpuint (created->status, ==, 201);
+  id = json_object_get_int_member (object_of (created), "id");
+
+  uri = g_strdup_printf ("http://127.0.0.1:%u/api/v1/sessions/%" G_GINT64_FORMAT "/events",
+                         fixture->port, id);
+  msg = soup_message_new ("GET", uri);
+  soup_message_headers_replace (soup_message_get_request_headers (msg), "Authorization", bearer);
+  client = event_client_open (fixture->http, msg);
+
+  post_and_wait (fixture, id);
+  while (!has_session_changed (client))
+    {
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+      g_main_context_iteration (NULL, TRUE);
+    }
+
+  for (guint i = 0; i < client->events->len; i++)
+    {
+      Event *event = g_ptr_array_index (client->events, i);
+
+      if (g_str_equal (event->name, "session.changed"))
+        {
+          changed = json_node_get_object (event->data);
+          break;
+        }
+    }
+  g_assert_nonnull (changed);
+  g_assert_cmpint (json_object_get_int_member (changed, "id"), ==, id);
+  g_assert_cmpstr (string_or_null (changed, "profile"), ==, "work");
+  g_assert_cmpstr (string_or_null (changed, "model"), ==, "claude-fast");
+  g_assert_cmpstr (string_or_null (changed, "system_prompt"), ==, "Answer in French.");
+
+  path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT, id);
+  fetched = request (fixture, "GET", path, NULL);
+  g_assert_cmpuint (json_object_get_size (changed), ==, json_object_get_size (object_of (fetched)));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -382,6 +518,8 @@ main (int   argc,
   g_test_add ("/api-settings/create", Fixture, NULL, fixture_set_up, test_create_with_settings, fixture_tear_down);
   g_test_add ("/api-settings/create-refused", Fixture, NULL, fixture_set_up, test_create_refused, fixture_tear_down);
   g_test_add ("/api-settings/patch", Fixture, NULL, fixture_set_up, test_patch, fixture_tear_down);
+  g_test_add ("/api-settings/list", Fixture, NULL, fixture_set_up, test_list_has_settings, fixture_tear_down);
+  g_test_add ("/api-settings/event", Fixture, NULL, fixture_set_up, test_event_has_settings, fixture_tear_down);
 
   return g_test_run ();
 }

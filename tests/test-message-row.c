@@ -701,6 +701,51 @@ test_row_connecting (RowFixture    *f,
   g_assert_nonnull (shown_label (row, "Writing…"));
 }
 
+static GtkSpinner *
+spinner_of (GtkWidget *row)
+{
+  return GTK_SPINNER (gtk_widget_get_template_child (row, KAGED_TYPE_MESSAGE_ROW, "status_spinner"));
+}
+
+/* The spinner turns while the reply waits for words; while they arrive it
+ * rests (they show the reply is being written, and a spinner redraws the
+ * window at every frame), and turns again when they stop coming. */
+static void
+test_row_spinner (RowFixture    *f,
+                  gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (11, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 deadline;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+  g_assert_true (gtk_spinner_get_spinning (spinner_of (row)));
+
+  kaged_message_set_content (message, "Hel");
+  iterate ();
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+  g_assert_false (gtk_spinner_get_spinning (spinner_of (row)));
+  kaged_message_set_content (message, "Hello");
+  iterate ();
+  g_assert_false (gtk_spinner_get_spinning (spinner_of (row)));
+
+  /* No word for a second: it turns again. */
+  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  while (!gtk_spinner_get_spinning (spinner_of (row)) && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_true (gtk_spinner_get_spinning (spinner_of (row)));
+
+  /* The end: no spinner. */
+  kaged_message_set_content (message, "Hello there");
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+  g_assert_false (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+  g_assert_false (gtk_spinner_get_spinning (spinner_of (row)));
+}
+
 static void
 test_row_rebind (RowFixture    *f,
                  gconstpointer  data)
@@ -1086,6 +1131,162 @@ test_markdown_long_reply_drawn_in_part (void)
   gtk_window_destroy (window);
 }
 
+static guint frames_painted;
+
+static void
+count_frame_cb (GdkFrameClock *clock,
+                gpointer       user_data)
+{
+  frames_painted++;
+}
+
+/* Draws @n frames of @window, as the frame clock does while a reply streams. */
+static void
+run_frames (GtkWindow *window,
+            guint      n)
+{
+  GdkFrameClock *clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (window)));
+  gulong handler = g_signal_connect (clock, "after-paint", G_CALLBACK (count_frame_cb), NULL);
+  guint until = frames_painted + n;
+
+  while (frames_painted < until)
+    {
+      gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
+      g_main_context_iteration (NULL, TRUE);
+    }
+  g_signal_handler_disconnect (clock, handler);
+}
+
+static void
+collect_label_texts (GtkWidget *widget,
+                     GString   *texts)
+{
+  if (GTK_IS_LABEL (widget))
+    {
+      g_string_append (texts, gtk_label_get_text (GTK_LABEL (widget)));
+      g_string_append_c (texts, '|');
+      return;
+    }
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    collect_label_texts (child, texts);
+}
+
+static guint
+count_children (GtkWidget *widget)
+{
+  guint n = 0;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    n++;
+
+  return n;
+}
+
+/* While a long reply grows at its end, the blocks it finished are neither
+ * built, measured nor laid out again: the view goes through a few groups
+ * of them and the blocks still open, not through every block. */
+static void
+test_markdown_long_reply_grows_at_end (void)
+{
+  GtkWidget *view = kaged_markdown_view_new ();
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GString) expected = g_string_new (NULL);
+  g_autoptr(GString) shown = g_string_new (NULL);
+  GtkWindow *window;
+  guint64 layouts;
+  guint64 built;
+  int height;
+
+  for (guint i = 0; i < 200; i++)
+    {
+      g_string_append_printf (text, "Paragraph %u.\n\n", i);
+      g_string_append_printf (expected, "Paragraph %u.|", i);
+    }
+  g_string_append (text, "Growing");
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  window = show_in_window (scroller);
+  /* Focus is for later: the window gave it to the first label. */
+  gtk_window_set_focus (window, NULL);
+  run_frames (window, 2);
+
+  /* All of it shown, in order; the view itself holds a few widgets. */
+  collect_label_texts (view, shown);
+  g_string_append (expected, "Growing|");
+  g_assert_cmpstr (shown->str, ==, expected->str);
+  g_assert_cmpuint (count_children (view), <, 40);
+
+  layouts = kaged_markdown_view_get_group_layouts (KAGED_MARKDOWN_VIEW (view));
+  built = kaged_markdown_view_get_widgets_built (KAGED_MARKDOWN_VIEW (view));
+  height = gtk_widget_get_height (view);
+  g_assert_cmpuint (layouts, >, 0);
+
+  for (guint i = 0; i < 40; i++)
+    {
+      g_string_append (text, " word word word word word word word word word word");
+      kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+      run_frames (window, 1);
+    }
+  g_assert_cmpuint (kaged_markdown_view_get_group_layouts (KAGED_MARKDOWN_VIEW (view)), ==, layouts);
+  g_assert_cmpuint (kaged_markdown_view_get_widgets_built (KAGED_MARKDOWN_VIEW (view)), ==, built);
+  g_assert_true (g_str_has_suffix (gtk_label_get_text (GTK_LABEL (gtk_widget_get_last_child (view))),
+                                   "word word"));
+  g_assert_cmpint (gtk_widget_get_height (view), >, height);
+
+  /* New paragraphs join the groups as they end, in order. */
+  g_string_truncate (expected, 0);
+  for (guint i = 0; i < 200; i++)
+    g_string_append_printf (expected, "Paragraph %u.|", i);
+  g_string_append (expected, strrchr (text->str, 'G'));
+  g_string_append_c (expected, '|');
+  for (guint i = 200; i < 260; i++)
+    {
+      g_string_append_printf (text, "\n\nParagraph %u.", i);
+      g_string_append_printf (expected, "Paragraph %u.|", i);
+      kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+      if (i % 10 == 0)
+        run_frames (window, 1);
+    }
+  run_frames (window, 1);
+  g_string_truncate (shown, 0);
+  collect_label_texts (view, shown);
+  g_assert_cmpstr (shown->str, ==, expected->str);
+  g_assert_cmpuint (count_children (view), <, 40);
+
+  /* A block that has the focus (its text being selected) keeps it. */
+  {
+    GtkWidget *focused = gtk_widget_get_last_child (view);
+
+    g_assert_true (gtk_widget_grab_focus (focused));
+    for (guint i = 260; i < 300; i++)
+      {
+        g_string_append_printf (text, "\n\nParagraph %u.", i);
+        g_string_append_printf (expected, "Paragraph %u.|", i);
+        kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+      }
+    run_frames (window, 1);
+    g_assert_true (gtk_widget_has_focus (focused));
+    g_string_truncate (shown, 0);
+    collect_label_texts (view, shown);
+    g_assert_cmpstr (shown->str, ==, expected->str);
+    gtk_window_set_focus (window, NULL);
+  }
+
+  /* Text that does not continue it replaces it all. */
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), "Other");
+  run_frames (window, 1);
+  g_assert_cmpuint (count_children (view), ==, 1);
+  g_string_truncate (shown, 0);
+  collect_label_texts (view, shown);
+  g_assert_cmpstr (shown->str, ==, "Other|");
+
+  gtk_window_destroy (window);
+}
+
 static gboolean
 is_label_ending_with (GtkWidget  *widget,
                       const char *suffix)
@@ -1235,6 +1436,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/streaming", test_markdown_streaming);
   g_test_add_func ("/markdown-view/long-paragraph", test_markdown_long_paragraph);
   g_test_add_func ("/markdown-view/long-reply-drawn-in-part", test_markdown_long_reply_drawn_in_part);
+  g_test_add_func ("/markdown-view/long-reply-grows-at-end", test_markdown_long_reply_grows_at_end);
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
@@ -1248,6 +1450,7 @@ main (int   argc,
   ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
   ROW_TEST ("/message-row/connecting", test_row_connecting);
+  ROW_TEST ("/message-row/spinner", test_row_spinner);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
   ROW_TEST ("/message-row/pager", test_row_pager);

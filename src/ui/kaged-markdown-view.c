@@ -34,6 +34,10 @@ struct _KagedMarkdownView
   KagedMarkdown *document;
   guint64 widgets_built;
 
+  /* The first blocks, all final, sit in groups of GROUP_SIZE */
+  guint n_grouped;
+  guint64 group_layouts;
+
   /* The list or view that scrolls this one, and its vertical adjustment */
   GtkWidget *scrollable;
   GtkAdjustment *vadjustment;
@@ -66,6 +70,7 @@ static GQuark block_info_quark;
 
 static void sync_children (KagedMarkdownView *self,
                            GtkWidget         *container,
+                           GtkWidget         *child,
                            GPtrArray         *blocks);
 
 static BlockInfo *
@@ -359,9 +364,9 @@ build_block (KagedMarkdownView        *self,
 
   /* Containers are filled once they carry their info. */
   if (block->type == KAGED_MARKDOWN_BLOCK_QUOTE || block->type == KAGED_MARKDOWN_BLOCK_LIST)
-    sync_children (self, widget, block->children);
+    sync_children (self, widget, NULL, block->children);
   else if (block->type == KAGED_MARKDOWN_BLOCK_LIST_ITEM)
-    sync_children (self, item_get_content (widget), block->children);
+    sync_children (self, item_get_content (widget), NULL, block->children);
 
   if (block->type == KAGED_MARKDOWN_BLOCK_LIST)
     update_markers (widget);
@@ -403,19 +408,20 @@ update_block (KagedMarkdownView        *self,
       break;
 
     case KAGED_MARKDOWN_BLOCK_QUOTE:
-      sync_children (self, widget, block->children);
+      sync_children (self, widget, gtk_widget_get_first_child (widget), block->children);
       break;
 
     case KAGED_MARKDOWN_BLOCK_LIST:
       if (info->ordered != block->ordered || info->start != block->start)
         return FALSE;
-      sync_children (self, widget, block->children);
+      sync_children (self, widget, gtk_widget_get_first_child (widget), block->children);
       update_markers (widget);
       break;
 
     case KAGED_MARKDOWN_BLOCK_LIST_ITEM:
       info->task = block->task;
-      sync_children (self, item_get_content (widget), block->children);
+      sync_children (self, item_get_content (widget),
+                     gtk_widget_get_first_child (item_get_content (widget)), block->children);
       break;
 
     case KAGED_MARKDOWN_BLOCK_TABLE:
@@ -443,15 +449,15 @@ remove_child (GtkWidget *container,
     gtk_widget_unparent (child);
 }
 
-/* Makes the children of @container show @blocks: a widget whose block was
- * not parsed again stays as it is, one whose block changed is updated in
- * place or replaced, and widgets left over go. */
+/* Makes the children of @container from @child on show @blocks: a widget
+ * whose block was not parsed again stays as it is, one whose block changed
+ * is updated in place or replaced, and widgets left over go. */
 static void
 sync_children (KagedMarkdownView *self,
                GtkWidget         *container,
+               GtkWidget         *child,
                GPtrArray         *blocks)
 {
-  GtkWidget *child = gtk_widget_get_first_child (container);
   guint n_blocks = blocks != NULL ? blocks->len : 0;
 
   for (guint i = 0; i < n_blocks; i++)
@@ -483,6 +489,238 @@ sync_children (KagedMarkdownView *self,
 
       remove_child (container, child);
       child = next;
+    }
+}
+
+/* --- groups of final blocks ------------------------------------------------------------ */
+
+/*
+ * Blocks that are final never change while the reply grows. In a long
+ * reply they are gathered in groups of GROUP_SIZE, each a widget of its own:
+ * when the last block grows, the view lays out and draws its few groups
+ * and the blocks still open, and GTK keeps each group's size and drawing
+ * as they were instead of going through every block of the reply.
+ */
+#define GROUP_SIZE 16
+#define BLOCK_SPACING 12
+
+#define KAGED_TYPE_MARKDOWN_GROUP (kaged_markdown_group_get_type ())
+G_DECLARE_FINAL_TYPE (KagedMarkdownGroup, kaged_markdown_group, KAGED, MARKDOWN_GROUP, GtkWidget)
+
+struct _KagedMarkdownGroup
+{
+  GtkWidget parent_instance;
+
+  KagedMarkdownView *view;
+};
+
+G_DEFINE_FINAL_TYPE (KagedMarkdownGroup, kaged_markdown_group, GTK_TYPE_WIDGET)
+
+static void
+kaged_markdown_group_measure (GtkWidget      *widget,
+                              GtkOrientation  orientation,
+                              int             for_size,
+                              int            *minimum,
+                              int            *natural,
+                              int            *minimum_baseline,
+                              int            *natural_baseline)
+{
+  KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
+  gboolean first = TRUE;
+
+  if (self->view != NULL)
+    self->view->group_layouts++;
+
+  *minimum = *natural = 0;
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      int child_minimum = 0;
+      int child_natural = 0;
+
+      if (!gtk_widget_should_layout (child))
+        continue;
+
+      if (orientation == GTK_ORIENTATION_VERTICAL)
+        {
+          gtk_widget_measure (child, orientation, for_size, &child_minimum, &child_natural, NULL, NULL);
+          *minimum += child_minimum + (first ? 0 : BLOCK_SPACING);
+          *natural += child_natural + (first ? 0 : BLOCK_SPACING);
+        }
+      else
+        {
+          gtk_widget_measure (child, orientation, -1, &child_minimum, &child_natural, NULL, NULL);
+          *minimum = MAX (*minimum, child_minimum);
+          *natural = MAX (*natural, child_natural);
+        }
+      first = FALSE;
+    }
+}
+
+static void
+kaged_markdown_group_size_allocate (GtkWidget *widget,
+                                    int        width,
+                                    int        height,
+                                    int        baseline)
+{
+  KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
+  int minimum = 0;
+  int natural = 0;
+  gboolean use_natural;
+  int y = 0;
+
+  if (self->view != NULL)
+    self->view->group_layouts++;
+
+  kaged_markdown_group_measure (widget, GTK_ORIENTATION_VERTICAL, width, &minimum, &natural, NULL, NULL);
+  use_natural = natural <= height;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      int child_minimum = 0;
+      int child_natural = 0;
+      int child_height;
+
+      if (!gtk_widget_should_layout (child))
+        continue;
+
+      gtk_widget_measure (child, GTK_ORIENTATION_VERTICAL, width, &child_minimum, &child_natural, NULL, NULL);
+      child_height = use_natural ? child_natural : child_minimum;
+      gtk_widget_size_allocate (child, &(GtkAllocation) { 0, y, width, child_height }, -1);
+      y += child_height + BLOCK_SPACING;
+    }
+}
+
+static void
+kaged_markdown_group_dispose (GObject *object)
+{
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (object))) != NULL)
+    gtk_widget_unparent (child);
+
+  G_OBJECT_CLASS (kaged_markdown_group_parent_class)->dispose (object);
+}
+
+static void
+kaged_markdown_group_class_init (KagedMarkdownGroupClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = kaged_markdown_group_dispose;
+  widget_class->measure = kaged_markdown_group_measure;
+  widget_class->size_allocate = kaged_markdown_group_size_allocate;
+}
+
+static void
+kaged_markdown_group_init (KagedMarkdownGroup *self)
+{
+}
+
+static gboolean
+is_group (GtkWidget *widget)
+{
+  return widget != NULL && KAGED_IS_MARKDOWN_GROUP (widget);
+}
+
+/* The first child that shows a block on its own, after the groups. */
+static GtkWidget *
+first_ungrouped (KagedMarkdownView *self)
+{
+  GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self));
+
+  while (is_group (child))
+    child = gtk_widget_get_next_sibling (child);
+
+  return child;
+}
+
+/* Whether the groups still show the first blocks of the document: they
+ * do unless the text was replaced by one that does not continue it. */
+static gboolean
+groups_hold (KagedMarkdownView *self)
+{
+  GtkWidget *last_group = NULL;
+  GtkWidget *last_grouped;
+
+  if (self->n_grouped == 0)
+    return TRUE;
+  if (kaged_markdown_get_n_final (self->document) < self->n_grouped)
+    return FALSE;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self)); is_group (child);
+       child = gtk_widget_get_next_sibling (child))
+    last_group = child;
+
+  last_grouped = last_group != NULL ? gtk_widget_get_last_child (last_group) : NULL;
+
+  /* Final blocks stay at their address with their serial until the
+   * text is replaced, when all of them are parsed anew. */
+  return last_grouped != NULL && get_info (last_grouped) != NULL &&
+         get_info (last_grouped)->serial ==
+           kaged_markdown_get_block (self->document, self->n_grouped - 1)->serial;
+}
+
+static void
+remove_groups (KagedMarkdownView *self)
+{
+  GtkWidget *child;
+
+  while (is_group (child = gtk_widget_get_first_child (GTK_WIDGET (self))))
+    gtk_widget_unparent (child);
+  self->n_grouped = 0;
+}
+
+/* Whether one of @count widgets from @child on holds the keyboard focus
+ * (a label the person selects text in). */
+static gboolean
+holds_focus (GtkWidget *child,
+             guint      count)
+{
+  GtkRoot *root = gtk_widget_get_root (child);
+  GtkWidget *focus = root != NULL ? gtk_root_get_focus (root) : NULL;
+
+  if (focus == NULL)
+    return FALSE;
+
+  for (guint i = 0; i < count && child != NULL; i++, child = gtk_widget_get_next_sibling (child))
+    if (focus == child || gtk_widget_is_ancestor (focus, child))
+      return TRUE;
+
+  return FALSE;
+}
+
+/* Moves the widgets of final blocks into groups, GROUP_SIZE at a time.
+ * Moving a widget takes the focus from it: blocks that hold it wait until
+ * it leaves them. */
+static void
+group_final_blocks (KagedMarkdownView *self)
+{
+  guint n_final = kaged_markdown_get_n_final (self->document);
+
+  while (n_final - self->n_grouped >= GROUP_SIZE &&
+         !holds_focus (first_ungrouped (self), GROUP_SIZE))
+    {
+      GtkWidget *child = first_ungrouped (self);
+      KagedMarkdownGroup *group = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
+
+      group->view = self;
+      gtk_widget_insert_before (GTK_WIDGET (group), GTK_WIDGET (self), child);
+
+      for (guint i = 0; i < GROUP_SIZE && child != NULL; i++)
+        {
+          GtkWidget *next = gtk_widget_get_next_sibling (child);
+
+          g_object_ref (child);
+          gtk_widget_unparent (child);
+          gtk_widget_insert_before (child, GTK_WIDGET (group), NULL);
+          g_object_unref (child);
+          child = next;
+        }
+
+      self->n_grouped += GROUP_SIZE;
     }
 }
 
@@ -553,6 +791,7 @@ kaged_markdown_view_snapshot (GtkWidget   *widget,
   float bottom;
   guint n = 0;
 
+  n = self->n_grouped;
   for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL && n < CULL_MIN_BLOCKS;
        child = gtk_widget_get_next_sibling (child))
     n++;
@@ -682,7 +921,7 @@ kaged_markdown_view_init (KagedMarkdownView *self)
   GtkLayoutManager *layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
 
   gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
-  gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), 12);
+  gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), BLOCK_SPACING);
 
   self->document = kaged_markdown_new ();
 }
@@ -720,14 +959,32 @@ kaged_markdown_view_set_text (KagedMarkdownView *self,
   if (!kaged_markdown_set_text (self->document, text))
     return;
 
+  if (!groups_hold (self))
+    remove_groups (self);
+
   n_blocks = kaged_markdown_get_n_blocks (self->document);
-  blocks = g_ptr_array_sized_new (n_blocks);
-  for (guint i = 0; i < n_blocks; i++)
+  blocks = g_ptr_array_sized_new (n_blocks - self->n_grouped);
+  for (guint i = self->n_grouped; i < n_blocks; i++)
     g_ptr_array_add (blocks, (gpointer)kaged_markdown_get_block (self->document, i));
 
-  sync_children (self, GTK_WIDGET (self), blocks);
+  sync_children (self, GTK_WIDGET (self), first_ungrouped (self), blocks);
+  group_final_blocks (self);
 
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_TEXT]);
+}
+
+/**
+ * kaged_markdown_view_get_group_layouts:
+ *
+ * Returns: how many times the groups of final blocks were measured or laid
+ *   out; it stays the same while only the blocks after them change
+ */
+guint64
+kaged_markdown_view_get_group_layouts (KagedMarkdownView *self)
+{
+  g_return_val_if_fail (KAGED_IS_MARKDOWN_VIEW (self), 0);
+
+  return self->group_layouts;
 }
 
 /**

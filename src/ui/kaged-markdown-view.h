@@ -21,5 +21,6 @@ void           kaged_markdown_view_set_text          (KagedMarkdownView *self,
                                                       const char        *text);
 KagedMarkdown *kaged_markdown_view_get_document      (KagedMarkdownView *self);
 guint64        kaged_markdown_view_get_widgets_built (KagedMarkdownView *self);
+guint64        kaged_markdown_view_get_group_layouts (KagedMarkdownView *self);
 
 G_END_DECLS

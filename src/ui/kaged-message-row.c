@@ -18,6 +18,9 @@
 #define DESCRIPTION_INTERVAL_MS 500
 /* A streaming reply on screen changes at most this often. */
 #define STREAMING_INTERVAL_US (50 * G_TIME_SPAN_MILLISECOND)
+/* While words arrive they show the reply is being written; the spinner
+ * turns when none came for this long. */
+#define SPINNER_PAUSE_MS 1000
 
 /**
  * KagedMessageRow:
@@ -57,6 +60,7 @@ struct _KagedMessageRow
   guint content_tick;
   guint content_source;
   gint64 content_shown_at;
+  guint spinner_source;
 
   /* Template children */
   GtkBox *header_box;
@@ -275,8 +279,12 @@ update_state (KagedMessageRow *self)
 
   gtk_widget_set_visible (GTK_WIDGET (self->status_spinner),
                           agent && message_status == KAGED_MESSAGE_STATUS_STREAMING);
+  if (!(agent && message_status == KAGED_MESSAGE_STATUS_STREAMING))
+    g_clear_handle_id (&self->spinner_source, g_source_remove);
+  /* A spinner draws a frame of the window 60 times a second. */
   gtk_spinner_set_spinning (self->status_spinner,
-                            agent && message_status == KAGED_MESSAGE_STATUS_STREAMING);
+                            agent && message_status == KAGED_MESSAGE_STATUS_STREAMING &&
+                            self->spinner_source == 0);
 
   failed = agent && message_status == KAGED_MESSAGE_STATUS_FAILED;
   gtk_widget_set_visible (GTK_WIDGET (self->error_box), failed);
@@ -386,6 +394,26 @@ is_streaming (KagedMessageRow *self)
          kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING;
 }
 
+static gboolean
+spinner_pause_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->spinner_source = 0;
+  gtk_spinner_set_spinning (self->status_spinner, is_streaming (self) && is_agent (self));
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Words arrived: the spinner rests until they stop coming. */
+static void
+rest_spinner (KagedMessageRow *self)
+{
+  g_clear_handle_id (&self->spinner_source, g_source_remove);
+  self->spinner_source = g_timeout_add (SPINNER_PAUSE_MS, spinner_pause_cb, self);
+  gtk_spinner_set_spinning (self->status_spinner, FALSE);
+}
+
 /*
  * While a reply streams on screen, its text changes at most once a frame
  * and at most every STREAMING_INTERVAL_US, however many deltas came since:
@@ -398,6 +426,8 @@ on_content_changed (KagedMessageRow *self)
 {
   if (is_streaming (self))
     {
+      rest_spinner (self);
+
       /* The first words: from "Connecting…" to "Writing…". */
       if (g_strcmp0 (gtk_label_get_label (self->status_label), _("Connecting…")) == 0)
         update_state (self);
@@ -605,6 +635,7 @@ kaged_message_row_dispose (GObject *object)
       self->content_tick = 0;
     }
   g_clear_handle_id (&self->content_source, g_source_remove);
+  g_clear_handle_id (&self->spinner_source, g_source_remove);
 
   if (self->message_bindings != NULL)
     g_binding_group_set_source (self->message_bindings, NULL);
@@ -928,6 +959,7 @@ kaged_message_row_set_message (KagedMessageRow *self,
 
   g_binding_group_set_source (self->message_bindings, message);
   g_signal_group_set_target (self->message_signals, message);
+  g_clear_handle_id (&self->spinner_source, g_source_remove);
   show_content (self);
 
   gtk_popover_popdown (self->details_popover);

@@ -283,8 +283,24 @@ kaged_retry_describe_connection (KagedConnectionResult *result)
   retry_class = kaged_connection_result_get_retry_class (result);
   http_status = kaged_connection_result_get_http_status (result);
 
+  return kaged_retry_describe_models_failure (retry_class, http_status);
+}
+
+/**
+ * kaged_retry_describe_models_failure:
+ * @retry_class: why a connection test or a model list failed
+ * @http_status: the status the server answered, or 0
+ *
+ * Returns: (transfer full): the failure for people, as Test Connection
+ *   and the model chooser say it: "Nothing answers at this address (HTTP
+ *   404) — check the base URL" when there is no API at the base URL
+ */
+char *
+kaged_retry_describe_models_failure (KagedRetryClass retry_class,
+                                     guint           http_status)
+{
   if (retry_class == KAGED_RETRY_CLASS_INVALID_REQUEST && http_status == 404)
-    /* Translators: Test Connection found no API at the profile's base URL */
+    /* Translators: no API answers at the profile's base URL */
     return g_strdup (_("Nothing answers at this address (HTTP 404) — check the base URL"));
 
   return kaged_retry_describe_reason (retry_class, http_status, 0);

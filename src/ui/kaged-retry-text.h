@@ -29,5 +29,7 @@ char       *kaged_retry_dup_scheduled_label      (KagedRetryScheduler *scheduler
                                                   GSettings           *interface_settings);
 GSettings  *kaged_retry_new_interface_settings   (void);
 char       *kaged_retry_describe_connection      (KagedConnectionResult *result);
+char       *kaged_retry_describe_models_failure  (KagedRetryClass      retry_class,
+                                                  guint                http_status);
 
 G_END_DECLS

@@ -32,10 +32,14 @@ struct _KagedWindow
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
   gint64                session_id;
   guint                 scroll_source;
+  GdkFrameClock        *layout_clock; /* weak; scrolls to the end in its layout phase */
+  gulong                layout_handler;
+  gint64                layout_frame;  /* the frame it last scrolled in */
   guint                 search_source;
   guint                 grow_source;
   guint                 follow_end : 1;
   guint                 scrolling : 1;
+  guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
 
   /* Template children */

@@ -326,12 +326,60 @@ vadjustment_value_changed_cb (KagedWindow   *self,
 }
 
 static void
+layout_cb (GdkFrameClock *clock,
+           KagedWindow   *self)
+{
+  if (!self->scroll_at_layout)
+    return;
+
+  self->scroll_at_layout = FALSE;
+  /* Once a frame: a list that grows again after that waits for the idle. */
+  if (self->layout_frame == gdk_frame_clock_get_frame_counter (clock))
+    return;
+  if (self->follow_end && (self->span == NULL || kaged_list_span_reaches_end (self->span)))
+    {
+      self->layout_frame = gdk_frame_clock_get_frame_counter (clock);
+      g_clear_handle_id (&self->scroll_source, g_source_remove);
+      scroll_to_end_cb (self);
+    }
+}
+
+/*
+ * A reply that grows at the end of the view is scrolled in the frame that
+ * lays it out, once the list has its new size, and is drawn once per
+ * growth, already scrolled: the layout phase goes on while widgets ask for
+ * it. The idle is for growth outside of a frame.
+ */
+static void
+scroll_to_end_at_layout (KagedWindow *self)
+{
+  GdkFrameClock *clock = gtk_widget_get_frame_clock (GTK_WIDGET (self));
+
+  if (clock == NULL)
+    return;
+
+  if (clock != self->layout_clock)
+    {
+      if (self->layout_clock != NULL)
+        g_clear_signal_handler (&self->layout_handler, self->layout_clock);
+      g_set_weak_pointer (&self->layout_clock, clock);
+      self->layout_handler = g_signal_connect_object (clock, "layout", G_CALLBACK (layout_cb),
+                                                      self, G_CONNECT_AFTER);
+    }
+
+  self->scroll_at_layout = TRUE;
+}
+
+static void
 vadjustment_bounds_changed_cb (KagedWindow   *self,
                                GParamSpec    *pspec,
                                GtkAdjustment *adjustment)
 {
   if (self->follow_end)
-    kaged_window_follow_end (self);
+    {
+      scroll_to_end_at_layout (self);
+      kaged_window_follow_end (self);
+    }
   kaged_window_messages_scrolled (self);
 }
 
@@ -606,6 +654,9 @@ kaged_window_dispose (GObject *object)
   kaged_window_disconnect_core (self);
   kaged_window_search_dispose (self);
   g_clear_handle_id (&self->scroll_source, g_source_remove);
+  if (self->layout_clock != NULL)
+    g_clear_signal_handler (&self->layout_handler, self->layout_clock);
+  g_clear_weak_pointer (&self->layout_clock);
   g_clear_object (&self->message_selection);
   g_clear_object (&self->session_signals);
 

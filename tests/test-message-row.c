@@ -14,6 +14,7 @@
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
+#include "kaged-test-time.h"
 
 /* --- helpers ------------------------------------------------------------------------ */
 
@@ -601,13 +602,13 @@ test_row_description_while_streaming (RowFixture    *f,
   kaged_message_set_content (message, "One two");
   kaged_message_set_content (message, "One two three");
   g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, "One");
-  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
   while (shown_label (row, "One two three") == NULL && g_get_monotonic_time () < deadline)
     g_main_context_iteration (NULL, TRUE);
   g_assert_nonnull (shown_label (row, "One two three"));
   g_assert_true (description_is (row, "One"));
 
-  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
   while (!description_is (row, "One two three") && g_get_monotonic_time () < deadline)
     g_main_context_iteration (NULL, TRUE);
   g_assert_true (description_is (row, "One two three"));
@@ -1270,7 +1271,7 @@ test_row_details_live (RowFixture    *f,
   {
     g_autofree char *before = g_strdup (gtk_label_get_text (GTK_LABEL (duration)));
 
-    deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+    deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
     while (g_str_equal (before, gtk_label_get_text (GTK_LABEL (duration))) &&
            g_get_monotonic_time () < deadline)
       g_main_context_iteration (NULL, TRUE);

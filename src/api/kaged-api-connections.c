@@ -781,6 +781,25 @@ accept_resume (KagedApiServer *self)
     listener_watch (g_ptr_array_index (self->listeners, i));
 }
 
+/* Everything waiting was taken without accept() failing: the shortage is
+ * over. A single connection taken in between (a descriptor freed for a
+ * moment) does not end it, so that it is reported once, not once a
+ * connection. */
+static void
+accept_recovered (KagedApiServer *self)
+{
+  if (!self->accept_failing)
+    return;
+
+  self->accept_failing = FALSE;
+  g_message ("The API accepts connections again");
+  if (self->accept_retry != NULL)
+    {
+      g_source_destroy (self->accept_retry);
+      g_clear_pointer (&self->accept_retry, g_source_unref);
+    }
+}
+
 static gboolean
 accept_cb (GSocket      *listen_socket,
            GIOCondition  condition,
@@ -799,24 +818,16 @@ accept_cb (GSocket      *listen_socket,
       if (socket == NULL)
         {
           if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
-            break;
+            {
+              accept_recovered (self);
+              break;
+            }
           if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CONNECTION_CLOSED) ||
               g_error_matches (error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE))
             continue;
 
           accept_pause (self, error);
           return G_SOURCE_CONTINUE;
-        }
-
-      if (self->accept_failing)
-        {
-          self->accept_failing = FALSE;
-          g_message ("The API accepts connections again");
-          if (self->accept_retry != NULL)
-            {
-              g_source_destroy (self->accept_retry);
-              g_clear_pointer (&self->accept_retry, g_source_unref);
-            }
         }
 
       take_connection (self, socket);

@@ -681,6 +681,21 @@ check_thread (GTask        *task,
     g_task_return_error (task, error);
 }
 
+/* Back in the caller's context: answers the caller's task. */
+static void
+check_thread_done_cb (GObject      *object,
+                      GAsyncResult *result,
+                      gpointer      user_data)
+{
+  g_autoptr(GTask) task = user_data;
+  GError *error = NULL;
+
+  if (g_task_propagate_boolean (G_TASK (result), &error))
+    g_task_return_boolean (task, TRUE);
+  else
+    g_task_return_error (task, error);
+}
+
 /**
  * kaged_store_check_async:
  * @cancellable: (nullable): a #GCancellable
@@ -697,6 +712,7 @@ kaged_store_check_async (KagedStore          *self,
                          gpointer             user_data)
 {
   g_autoptr(GTask) task = NULL;
+  g_autoptr(GTask) worker = NULL;
   CheckData *data;
 
   g_return_if_fail (KAGED_IS_STORE (self));
@@ -708,8 +724,14 @@ kaged_store_check_async (KagedStore          *self,
 
   task = g_task_new (self, cancellable, callback, user_data);
   g_task_set_source_tag (task, kaged_store_check_async);
-  g_task_set_task_data (task, data, (GDestroyNotify)check_data_free);
-  g_task_run_in_thread (task, check_thread);
+
+  /* The thread's task holds no reference to the store: its thread may drop
+   * that task a moment after @callback ran, and a store it held would then
+   * outlive its last owner, with its connection and the WAL still open. */
+  worker = g_task_new (NULL, cancellable, check_thread_done_cb, g_steal_pointer (&task));
+  g_task_set_source_tag (worker, check_thread);
+  g_task_set_task_data (worker, data, (GDestroyNotify)check_data_free);
+  g_task_run_in_thread (worker, check_thread);
 }
 
 gboolean

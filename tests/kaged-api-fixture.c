@@ -658,130 +658,14 @@ get_run (Fixture *fixture,
  * Event streams
  * ------------------------------------------------------------------------ */
 
-static void
-event_free (Event *event)
-{
-  g_free (event->name);
-  g_clear_pointer (&event->data, json_node_unref);
-  g_free (event);
-}
-
-void
-event_client_free (EventClient *client)
-{
-  g_cancellable_cancel (client->cancellable);
-  g_clear_object (&client->lines);
-  g_clear_object (&client->msg);
-  g_clear_object (&client->cancellable);
-  g_clear_pointer (&client->events, g_ptr_array_unref);
-  g_clear_pointer (&client->name, g_free);
-  g_string_free (client->data, TRUE);
-  g_free (client);
-}
-
-static void
-event_line_cb (GObject      *object,
-               GAsyncResult *result,
-               gpointer      user_data)
-{
-  EventClient *client = user_data;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *line = NULL;
-
-  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result,
-                                                    NULL, &error);
-  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-    return;
-  if (line == NULL)
-    {
-      client->ended = TRUE;
-      return;
-    }
-
-  if (line[0] == '\0')
-    {
-      if (client->name != NULL)
-        {
-          Event *event = g_new0 (Event, 1);
-          g_autoptr(GError) parse_error = NULL;
-
-          event->name = g_steal_pointer (&client->name);
-          event->data = json_from_string (client->data->str, &parse_error);
-          g_assert_no_error (parse_error);
-          g_ptr_array_add (client->events, event);
-        }
-      g_string_truncate (client->data, 0);
-    }
-  else if (line[0] == ':')
-    client->n_comments++;
-  else if (g_str_has_prefix (line, "event: "))
-    {
-      g_free (client->name);
-      client->name = g_strdup (line + strlen ("event: "));
-    }
-  else if (g_str_has_prefix (line, "data: "))
-    g_string_append (client->data, line + strlen ("data: "));
-  else
-    g_error ("Unexpected event stream line “%s”", line);
-
-  g_data_input_stream_read_line_async (client->lines, G_PRIORITY_DEFAULT, client->cancellable,
-                                       event_line_cb, client);
-}
-
-typedef struct
-{
-  GInputStream *stream;
-  GError       *error;
-  gboolean      done;
-} Opened;
-
-static void
-events_opened_cb (GObject      *object,
-                  GAsyncResult *result,
-                  gpointer      user_data)
-{
-  Opened *opened = user_data;
-
-  opened->stream = soup_session_send_finish (SOUP_SESSION (object), result, &opened->error);
-  opened->done = TRUE;
-}
-
 EventClient *
 open_events (Fixture *fixture,
              gint64   session_id)
 {
   g_autofree char *path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT "/events",
                                            session_id);
-  EventClient *client = g_new0 (EventClient, 1);
-  Opened opened = { NULL, NULL, FALSE };
-  g_autoptr(GInputStream) stream = NULL;
 
-  client->msg = new_message (fixture, "GET", path);
-  client->cancellable = g_cancellable_new ();
-  client->events = g_ptr_array_new_with_free_func ((GDestroyNotify)event_free);
-  client->data = g_string_new (NULL);
-
-  soup_session_send_async (fixture->http, client->msg, G_PRIORITY_DEFAULT,
-                           client->cancellable, events_opened_cb, &opened);
-  wait_until (flag_set, &opened.done);
-  g_assert_no_error (opened.error);
-  stream = opened.stream;
-
-  g_assert_cmpuint (soup_message_get_status (client->msg), ==, SOUP_STATUS_OK);
-  g_assert_cmpstr (soup_message_headers_get_one (soup_message_get_response_headers (client->msg),
-                                                 "Content-Type"),
-                   ==, "text/event-stream; charset=utf-8");
-
-  client->lines = g_data_input_stream_new (stream);
-  g_data_input_stream_set_newline_type (client->lines, G_DATA_STREAM_NEWLINE_TYPE_LF);
-  g_data_input_stream_read_line_async (client->lines, G_PRIORITY_DEFAULT, client->cancellable,
-                                       event_line_cb, client);
-
-  /* The stream opens with a comment: once it is in, the server listens. */
-  while (client->n_comments == 0)
-    g_main_context_iteration (NULL, TRUE);
-
-  return client;
+  return event_client_open (fixture->http, new_message (fixture, "GET", path));
 }
 
 typedef struct

@@ -6,7 +6,8 @@
 /*
  * What the HTTP API tests share: a fixture with a fake provider served by
  * the test, the real `kaged --headless` started against it (or an
- * in-process KagedApiServer), and HTTP and event-stream clients. A
+ * in-process KagedApiServer), and HTTP and event-stream clients (the
+ * latter in kaged-event-client.c, which test-headless shares). A
  * `kaged --headless` started here dies with the test, even one that
  * aborts.
  */
@@ -18,30 +19,12 @@
 
 #include "kaged-api-server.h"
 #include "kaged-core.h"
+#include "kaged-event-client.h"
 #include "kaged-fake-server.h"
 
 G_BEGIN_DECLS
 
 #define WAIT_SECONDS 15
-
-typedef struct
-{
-  char  *name;
-  JsonNode *data;
-} Event;
-
-typedef struct
-{
-  SoupMessage      *msg;
-  GCancellable     *cancellable;
-  GDataInputStream *lines;
-  GPtrArray        *events;     /* Event */
-  char             *name;       /* of the event being read */
-  GString          *data;
-  guint             n_comments;
-  guint             wanted_comments;
-  guint             ended : 1;
-} EventClient;
 
 typedef struct
 {
@@ -141,7 +124,6 @@ JsonObject *get_run                   (Fixture      *fixture,
 
 EventClient *open_events              (Fixture      *fixture,
                                        gint64        session_id);
-void        event_client_free         (EventClient  *client);
 JsonObject *wait_event                (EventClient  *client,
                                        const char   *name,
                                        gint64        run_id);
@@ -151,8 +133,6 @@ guint       count_events              (EventClient  *client,
 guint       event_index               (EventClient  *client,
                                        const char   *name,
                                        gint64        run_id);
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (EventClient, event_client_free)
 
 /* A client that writes and reads HTTP byte by byte, on the main loop. */
 typedef struct _RawClient RawClient;

@@ -557,3 +557,86 @@ soak_read_status_kb (int         pid,
 
   return g_ascii_strtoull (found + strlen (prefix), NULL, 10);
 }
+
+/* ------------------------------------------------------------------------
+ * What every soak sets up
+ * ------------------------------------------------------------------------ */
+
+static void
+drop_log (const char     *domain,
+          GLogLevelFlags  level,
+          const char     *message,
+          gpointer        user_data)
+{
+}
+
+/* Thousands of requests: the provider's own debug log says nothing here. */
+void
+soak_test_init (int    *argc,
+                char ***argv)
+{
+  g_test_init (argc, argv, NULL);
+  g_log_set_handler ("kaged-fake-server", G_LOG_LEVEL_DEBUG, drop_log, NULL);
+}
+
+/* Starts the fake provider on @scenario_json, then the program against
+ * it with @extra_args; returns the provider, for soak_provider_stop(). */
+SoakProvider *
+soak_start (SoakKaged   *kaged,
+            const char  *scenario_json,
+            const char **extra_args)
+{
+  SoakProvider *provider = soak_provider_start (scenario_json);
+  g_autofree char *provider_url = soak_provider_dup_url (provider);
+
+  soak_kaged_init (kaged, provider_url, extra_args);
+  soak_kaged_start (kaged);
+
+  return provider;
+}
+
+void
+soak_violations_init (SoakViolations *self)
+{
+  g_mutex_init (&self->lock);
+  self->texts = g_ptr_array_new_with_free_func (g_free);
+}
+
+/* Keeps a broken invariant, from any thread; the first 50 are said at once. */
+void
+soak_violations_add (SoakViolations *self,
+                     const char     *format,
+                     ...)
+{
+  va_list args;
+  char *text;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_mutex_lock (&self->lock);
+  if (self->texts->len < 50)
+    g_test_message ("violation: %s", text);
+  g_ptr_array_add (self->texts, text);
+  g_mutex_unlock (&self->lock);
+}
+
+guint
+soak_violations_count (SoakViolations *self)
+{
+  guint n;
+
+  g_mutex_lock (&self->lock);
+  n = self->texts->len;
+  g_mutex_unlock (&self->lock);
+
+  return n;
+}
+
+void
+soak_violations_clear (SoakViolations *self)
+{
+  g_clear_pointer (&self->texts, g_ptr_array_unref);
+  g_mutex_clear (&self->lock);
+}

@@ -73,6 +73,26 @@ gint64       soak_db_count          (sqlite3         *db,
                                      const char      *sql);
 GHashTable  *soak_db_operator_rows  (sqlite3         *db);
 
+/* Broken invariants, collected from any thread. */
+typedef struct
+{
+  GMutex     lock;
+  GPtrArray *texts;
+} SoakViolations;
+
+void         soak_violations_init   (SoakViolations  *self);
+void         soak_violations_add    (SoakViolations  *self,
+                                     const char      *format,
+                                     ...) G_GNUC_PRINTF (2, 3);
+guint        soak_violations_count  (SoakViolations  *self);
+void         soak_violations_clear  (SoakViolations  *self);
+
+void          soak_test_init        (int             *argc,
+                                     char          ***argv);
+SoakProvider *soak_start            (SoakKaged       *kaged,
+                                     const char      *scenario_json,
+                                     const char     **extra_args);
+
 gint64       soak_now_ms            (void);
 void         soak_sleep_ms          (guint            ms);
 guint64      soak_read_status_kb    (int              pid,

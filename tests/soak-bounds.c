@@ -242,20 +242,11 @@ test_provider_timeout_checked (void)
     }
 }
 
-static void
-drop_log (const char     *domain,
-          GLogLevelFlags  level,
-          const char     *message,
-          gpointer        user_data)
-{
-}
-
 int
 main (int   argc,
       char *argv[])
 {
-  g_test_init (&argc, &argv, NULL);
-  g_log_set_handler ("kaged-fake-server", G_LOG_LEVEL_DEBUG, drop_log, NULL);
+  soak_test_init (&argc, &argv);
 
   g_test_add_func ("/soak/provider-timeout-checked", test_provider_timeout_checked);
   g_test_add_func ("/soak/bounds", test_bounds);

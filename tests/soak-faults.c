@@ -177,32 +177,10 @@ struct _Soak
   guint        n_run_cancels;
   guint        n_tier2_cancels;
   guint        n_refused_api;
-  GPtrArray   *violations;
+  SoakViolations violations;
 };
 
-static void
-violation (Soak       *soak,
-           const char *format,
-           ...) G_GNUC_PRINTF (2, 3);
-
-static void
-violation (Soak       *soak,
-           const char *format,
-           ...)
-{
-  va_list args;
-  char *text;
-
-  va_start (args, format);
-  text = g_strdup_vprintf (format, args);
-  va_end (args);
-
-  g_mutex_lock (&soak->lock);
-  if (soak->violations->len < 50)
-    g_test_message ("violation: %s", text);
-  g_ptr_array_add (soak->violations, text);
-  g_mutex_unlock (&soak->lock);
-}
+#define violation(soak, ...) soak_violations_add (&(soak)->violations, __VA_ARGS__)
 
 static void
 record_operator (Soak       *soak,
@@ -921,7 +899,6 @@ test_fault_soak (void)
   g_autoptr(GHashTable) class_counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GPtrArray) runs = NULL;
   g_autoptr(SoupSession) http = soak_http_new ();
-  g_autofree char *provider_url = NULL;
   GPtrArray **served;
   const gint64 *refusals;
   const char *extra[] = { "--auto-retry", "--provider-timeout=1", NULL };
@@ -942,12 +919,9 @@ test_fault_soak (void)
   g_mutex_init (&soak.lock);
   soak.target_runs = soak_env_uint ("SOAK_RUNS", 150);
   soak.operator_rows = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
-  soak.violations = g_ptr_array_new_with_free_func (g_free);
+  soak_violations_init (&soak.violations);
 
-  provider = soak_provider_start (scenario);
-  provider_url = soak_provider_dup_url (provider);
-  soak_kaged_init (&soak.kaged, provider_url, extra);
-  soak_kaged_start (&soak.kaged);
+  provider = soak_start (&soak.kaged, scenario, extra);
 
   soak.n_drivers = n_sessions;
   soak.drivers = g_new0 (Driver, n_sessions);
@@ -1074,15 +1048,15 @@ test_fault_soak (void)
   }
   g_print ("# operator messages %u, all intact: %s; integrity_check ok: %s\n",
            g_hash_table_size (soak.operator_rows),
-           soak.violations->len == 0 ? "yes" : "see violations",
+           soak_violations_count (&soak.violations) == 0 ? "yes" : "see violations",
            soak_db_integrity_ok (db) ? "yes" : "NO");
-  g_print ("# invariants violated: %u\n", soak.violations->len);
+  g_print ("# invariants violated: %u\n", soak_violations_count (&soak.violations));
   fflush (stdout);
 
   sqlite3_close (db);
 
   g_assert_cmpuint (runs->len, >=, soak.target_runs);
-  g_assert_cmpuint (soak.violations->len, ==, 0);
+  g_assert_cmpuint (soak_violations_count (&soak.violations), ==, 0);
 
   for (guint d = 0; d < n_sessions; d++)
     {
@@ -1099,26 +1073,16 @@ test_fault_soak (void)
   g_free (served);
   g_free (soak.drivers);
   g_hash_table_unref (soak.operator_rows);
-  g_ptr_array_unref (soak.violations);
+  soak_violations_clear (&soak.violations);
   g_mutex_clear (&soak.lock);
   soak_kaged_clear (&soak.kaged);
-}
-
-static void
-drop_log (const char     *domain,
-          GLogLevelFlags  level,
-          const char     *message,
-          gpointer        user_data)
-{
 }
 
 int
 main (int   argc,
       char *argv[])
 {
-  g_test_init (&argc, &argv, NULL);
-  /* Thousands of requests: the provider's own log says nothing here. */
-  g_log_set_handler ("kaged-fake-server", G_LOG_LEVEL_DEBUG, drop_log, NULL);
+  soak_test_init (&argc, &argv);
 
   g_test_add_func ("/soak/faults", test_fault_soak);
 

@@ -53,29 +53,10 @@ struct _Soak
   GMutex      lock;
   GHashTable *acknowledged;   /* gint64 * → content */
   guint       n_posts_lost_in_flight;
-  GPtrArray  *violations;
+  SoakViolations violations;
 };
 
-static void violation (Soak *soak, const char *format, ...) G_GNUC_PRINTF (2, 3);
-
-static void
-violation (Soak       *soak,
-           const char *format,
-           ...)
-{
-  va_list args;
-  char *text;
-
-  va_start (args, format);
-  text = g_strdup_vprintf (format, args);
-  va_end (args);
-
-  g_mutex_lock (&soak->lock);
-  if (soak->violations->len < 50)
-    g_test_message ("violation: %s", text);
-  g_ptr_array_add (soak->violations, text);
-  g_mutex_unlock (&soak->lock);
-}
+#define violation(soak, ...) soak_violations_add (&(soak)->violations, __VA_ARGS__)
 
 /* The state of a conversation's Tier 2 retry, or NULL when the program
  * does not answer. */
@@ -288,7 +269,6 @@ test_kill_soak (void)
   g_autoptr(SoupSession) http = soak_http_new ();
   g_autoptr(KagedFakeServer) server = NULL;
   g_autoptr(GRand) rand = g_rand_new_with_seed (seed);
-  g_autofree char *provider_url = NULL;
   const char *extra[] = { "--auto-retry", NULL };
   SoakProvider *provider;
   Soak soak = { 0 };
@@ -302,12 +282,9 @@ test_kill_soak (void)
 
   g_mutex_init (&soak.lock);
   soak.acknowledged = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
-  soak.violations = g_ptr_array_new_with_free_func (g_free);
+  soak_violations_init (&soak.violations);
 
-  provider = soak_provider_start (scenario);
-  provider_url = soak_provider_dup_url (provider);
-  soak_kaged_init (&soak.kaged, provider_url, extra);
-  soak_kaged_start (&soak.kaged);
+  provider = soak_start (&soak.kaged, scenario, extra);
 
   soak.n_drivers = n_sessions;
   soak.drivers = g_new0 (Driver, n_sessions);
@@ -394,7 +371,7 @@ test_kill_soak (void)
            n_kills, seconds);
   g_print ("# database opened %u of %u times; %u acknowledged operator messages, all intact: %s\n",
            n_kills + 1, n_kills + 1, g_hash_table_size (soak.acknowledged),
-           soak.violations->len == 0 ? "yes" : "see violations");
+           soak_violations_count (&soak.violations) == 0 ? "yes" : "see violations");
   g_print ("# runs interrupted %u, %u of them with partial text, all recovered as interrupted\n",
            n_interrupted, n_partial);
   g_print ("# Tier 2 retries pending at a kill %u, resumed due at the same moment %u\n",
@@ -403,11 +380,11 @@ test_kill_soak (void)
            "invariants violated: %u\n",
            soak_db_count (db, "SELECT count(*) FROM runs"),
            soak_db_count (db, "SELECT count(*) FROM messages WHERE role = 'agent'"),
-           soak_db_integrity_ok (db) ? "yes" : "NO", soak.violations->len);
+           soak_db_integrity_ok (db) ? "yes" : "NO", soak_violations_count (&soak.violations));
   fflush (stdout);
   sqlite3_close (db);
 
-  g_assert_cmpuint (soak.violations->len, ==, 0);
+  g_assert_cmpuint (soak_violations_count (&soak.violations), ==, 0);
   g_assert_cmpuint (g_hash_table_size (soak.acknowledged), >, 0);
   g_assert_cmpuint (n_interrupted, >, 0);
 
@@ -415,25 +392,16 @@ test_kill_soak (void)
     g_rand_free (soak.drivers[d].rand);
   g_free (soak.drivers);
   g_hash_table_unref (soak.acknowledged);
-  g_ptr_array_unref (soak.violations);
+  soak_violations_clear (&soak.violations);
   g_mutex_clear (&soak.lock);
   soak_kaged_clear (&soak.kaged);
-}
-
-static void
-drop_log (const char     *domain,
-          GLogLevelFlags  level,
-          const char     *message,
-          gpointer        user_data)
-{
 }
 
 int
 main (int   argc,
       char *argv[])
 {
-  g_test_init (&argc, &argv, NULL);
-  g_log_set_handler ("kaged-fake-server", G_LOG_LEVEL_DEBUG, drop_log, NULL);
+  soak_test_init (&argc, &argv);
 
   g_test_add_func ("/soak/kills", test_kill_soak);
 

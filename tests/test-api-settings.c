@@ -372,6 +372,70 @@ test_patch (Fixture       *fixture,
   g_assert_cmpuint (missing->status, ==, 404);
 }
 
+/* The list names each conversation's profile, model and system prompt as
+ * the single session does, under the names PATCH takes. */
+static void
+test_list_has_settings (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  g_autoptr(Response) work = NULL;
+  g_autoptr(Response) plain = NULL;
+  g_autoptr(Response) list = NULL;
+  const char * const names[] = { "id", "title", "state", "profile", "model", "system_prompt" };
+  JsonArray *sessions;
+  guint n_seen = 0;
+
+  work = request (fixture, "POST", "/api/v1/sessions",
+                  "{\"title\": \"Work chat\", \"profile\": \"work\", \"model\": \"claude-fast\","
+                  " \"system_prompt\": \"Answer in French.\"}");
+  g_assert_cmpuint (work->status, ==, 201);
+  plain = request (fixture, "POST", "/api/v1/sessions", "{\"title\": \"Plain\"}");
+  g_assert_cmpuint (plain->status, ==, 201);
+
+  list = request (fixture, "GET", "/api/v1/sessions", NULL);
+  g_assert_cmpuint (list->status, ==, 200);
+  g_assert_null (strstr (list->text, WORK_KEY));
+  sessions = json_object_get_array_member (object_of (list), "sessions");
+  g_assert_cmpuint (json_array_get_length (sessions), ==, 2);
+
+  for (guint i = 0; i < json_array_get_length (sessions); i++)
+    {
+      JsonObject *listed = json_array_get_object_element (sessions, i);
+      gint64 id = json_object_get_int_member (listed, "id");
+      g_autofree char *path = g_strdup_printf ("/api/v1/sessions/%" G_GINT64_FORMAT, id);
+      g_autoptr(Response) fetched = request (fixture, "GET", path, NULL);
+      JsonObject *single = object_of (fetched);
+
+      /* The same members, with the same values, as GET /sessions/:id. */
+      g_assert_cmpuint (json_object_get_size (listed), ==, json_object_get_size (single));
+      for (guint j = 0; j < G_N_ELEMENTS (names); j++)
+        {
+          JsonNode *a = json_object_get_member (listed, names[j]);
+          JsonNode *b = json_object_get_member (single, names[j]);
+
+          g_assert_nonnull (a);
+          g_assert_nonnull (b);
+          g_assert_true (json_node_equal (a, b));
+        }
+
+      if (id == json_object_get_int_member (object_of (work), "id"))
+        {
+          g_assert_cmpstr (string_or_null (listed, "profile"), ==, "work");
+          g_assert_cmpstr (string_or_null (listed, "model"), ==, "claude-fast");
+          g_assert_cmpstr (string_or_null (listed, "system_prompt"), ==, "Answer in French.");
+          n_seen++;
+        }
+      else
+        {
+          g_assert_null (string_or_null (listed, "profile"));
+          g_assert_null (string_or_null (listed, "model"));
+          g_assert_null (string_or_null (listed, "system_prompt"));
+          n_seen++;
+        }
+    }
+  g_assert_cmpuint (n_seen, ==, 2);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -382,6 +446,7 @@ main (int   argc,
   g_test_add ("/api-settings/create", Fixture, NULL, fixture_set_up, test_create_with_settings, fixture_tear_down);
   g_test_add ("/api-settings/create-refused", Fixture, NULL, fixture_set_up, test_create_refused, fixture_tear_down);
   g_test_add ("/api-settings/patch", Fixture, NULL, fixture_set_up, test_patch, fixture_tear_down);
+  g_test_add ("/api-settings/list", Fixture, NULL, fixture_set_up, test_list_has_settings, fixture_tear_down);
 
   return g_test_run ();
 }

@@ -4,8 +4,8 @@
  *
  * Starts the real `kaged` binary the way a user would and watches what
  * happens on the X display it is given (the test runs under xvfb-run and
- * dbus-run-session): its window maps, it quits through its app.quit
- * action, a damaged database is reported and left alone, and the window
+ * dbus-run-session): its window maps, it opens Preferences at a profile
+ * through app.preferences-profile, it quits through its app.quit action, a damaged database is reported and left alone, and the window
  * size is saved and restored through GSettings.
  */
 
@@ -447,27 +447,42 @@ has_app_action (const char *name)
   return g_strv_contains (strv, name);
 }
 
-/* Quits through the app.quit action on the session bus, as the desktop
- * would, and waits for a clean exit. */
+/* Activates the app action @name (with @parameter, unless NULL) on the
+ * session bus, as the desktop would. */
 static void
-quit_app (Running *running)
+activate_app_action (const char *name,
+                     GVariant   *parameter)
 {
   g_autoptr(GDBusConnection) bus = NULL;
   g_autoptr(GVariant) reply = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *object_path = application_object_path ();
-  gboolean timed_out = FALSE;
-  guint timeout_id;
+  GVariantBuilder parameters;
 
   bus = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
   g_assert_no_error (error);
 
+  g_variant_builder_init (&parameters, G_VARIANT_TYPE ("av"));
+  if (parameter != NULL)
+    g_variant_builder_add (&parameters, "v", parameter);
+
   reply = g_dbus_connection_call_sync (bus, APPLICATION_ID, object_path,
                                        "org.gtk.Actions", "Activate",
-                                       g_variant_new ("(sava{sv})", "quit", NULL, NULL),
+                                       g_variant_new ("(sava{sv})", name, &parameters, NULL),
                                        NULL, G_DBUS_CALL_FLAGS_NONE, WAIT_SECONDS * 1000,
                                        NULL, &error);
   g_assert_no_error (error);
+}
+
+/* Quits through the app.quit action on the session bus, as the desktop
+ * would, and waits for a clean exit. */
+static void
+quit_app (Running *running)
+{
+  gboolean timed_out = FALSE;
+  guint timeout_id;
+
+  activate_app_action ("quit", NULL);
 
   timeout_id = g_timeout_add_seconds (WAIT_SECONDS, timeout_cb, &timed_out);
   while (!running->done && !timed_out)
@@ -689,6 +704,11 @@ test_window_maps_and_quits (void)
   g_assert_true (has_app_action ("quit"));
   g_assert_true (has_app_action ("retry-now"));
   g_assert_true (has_app_action ("cancel-retry"));
+
+  /* The Preferences open at a profile's page, as the model chooser asks
+   * when a model list fails for the profile's key or address. */
+  activate_app_action ("preferences-profile", g_variant_new_string ("default"));
+  toplevel_free (wait_for_window (display, running, "Preferences"));
 
   quit_app (running);
 

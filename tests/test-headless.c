@@ -20,25 +20,10 @@
 #include <json-glib/json-glib.h>
 #include <libsoup/soup.h>
 
+#include "kaged-event-client.h"
+
 /* A safety net against a hang, never a measure of anything. */
 #define WAIT_SECONDS 30
-
-typedef struct
-{
-  char     *name;
-  JsonNode *data;
-} Event;
-
-typedef struct
-{
-  SoupMessage      *msg;
-  GCancellable     *cancellable;
-  GDataInputStream *lines;
-  GPtrArray        *events;     /* Event */
-  char             *name;       /* of the event being read */
-  GString          *data;
-  guint             opened : 1;
-} EventClient;
 
 typedef struct
 {
@@ -348,123 +333,17 @@ set_scenario (Fixture    *fixture,
  * ------------------------------------------------------------------------ */
 
 static void
-event_free (Event *event)
-{
-  g_free (event->name);
-  g_clear_pointer (&event->data, json_node_unref);
-  g_free (event);
-}
-
-static void
-event_client_free (EventClient *client)
-{
-  g_cancellable_cancel (client->cancellable);
-  g_clear_object (&client->lines);
-  g_clear_object (&client->msg);
-  g_clear_object (&client->cancellable);
-  g_clear_pointer (&client->events, g_ptr_array_unref);
-  g_clear_pointer (&client->name, g_free);
-  g_string_free (client->data, TRUE);
-  g_free (client);
-}
-
-static void
-event_line_cb (GObject      *object,
-               GAsyncResult *result,
-               gpointer      user_data)
-{
-  EventClient *client = user_data;
-  g_autoptr(GError) error = NULL;
-  g_autofree char *line = NULL;
-
-  line = g_data_input_stream_read_line_finish_utf8 (G_DATA_INPUT_STREAM (object), result,
-                                                    NULL, &error);
-  if (line == NULL)
-    return;
-
-  if (line[0] == '\0')
-    {
-      if (client->name != NULL)
-        {
-          Event *event = g_new0 (Event, 1);
-          g_autoptr(GError) parse_error = NULL;
-
-          event->name = g_steal_pointer (&client->name);
-          event->data = json_from_string (client->data->str, &parse_error);
-          g_assert_no_error (parse_error);
-          g_ptr_array_add (client->events, event);
-        }
-      g_string_truncate (client->data, 0);
-    }
-  else if (line[0] == ':')
-    client->opened = TRUE;
-  else if (g_str_has_prefix (line, "event: "))
-    {
-      g_free (client->name);
-      client->name = g_strdup (line + strlen ("event: "));
-    }
-  else if (g_str_has_prefix (line, "data: "))
-    g_string_append (client->data, line + strlen ("data: "));
-
-  g_data_input_stream_read_line_async (client->lines, G_PRIORITY_DEFAULT, client->cancellable,
-                                       event_line_cb, client);
-}
-
-typedef struct
-{
-  GInputStream *stream;
-  gboolean      done;
-} Opened;
-
-static void
-events_opened_cb (GObject      *object,
-                  GAsyncResult *result,
-                  gpointer      user_data)
-{
-  Opened *opened = user_data;
-
-  opened->stream = soup_session_send_finish (SOUP_SESSION (object), result, NULL);
-  opened->done = TRUE;
-}
-
-static gboolean
-client_opened (gpointer data)
-{
-  return ((EventClient *)data)->opened;
-}
-
-static void
 open_events (Fixture *fixture)
 {
   g_autofree char *url = g_strdup_printf ("http://127.0.0.1:%u/api/v1/sessions/%"
                                           G_GINT64_FORMAT "/events",
                                           fixture->port, fixture->session_id);
   g_autofree char *authorization = g_strdup_printf ("Bearer %s", fixture->token);
-  g_autoptr(GInputStream) stream = NULL;
-  EventClient *client = g_new0 (EventClient, 1);
-  Opened opened = { NULL, FALSE };
+  SoupMessage *msg = soup_message_new ("GET", url);
 
-  client->msg = soup_message_new ("GET", url);
-  soup_message_headers_replace (soup_message_get_request_headers (client->msg),
+  soup_message_headers_replace (soup_message_get_request_headers (msg),
                                 "Authorization", authorization);
-  client->cancellable = g_cancellable_new ();
-  client->events = g_ptr_array_new_with_free_func ((GDestroyNotify)event_free);
-  client->data = g_string_new (NULL);
-
-  soup_session_send_async (fixture->http, client->msg, G_PRIORITY_DEFAULT,
-                           client->cancellable, events_opened_cb, &opened);
-  wait_until (flag_set, &opened.done);
-  g_assert_nonnull (opened.stream);
-  stream = opened.stream;
-  g_assert_cmpuint (soup_message_get_status (client->msg), ==, SOUP_STATUS_OK);
-
-  client->lines = g_data_input_stream_new (stream);
-  g_data_input_stream_set_newline_type (client->lines, G_DATA_STREAM_NEWLINE_TYPE_LF);
-  g_data_input_stream_read_line_async (client->lines, G_PRIORITY_DEFAULT, client->cancellable,
-                                       event_line_cb, client);
-  wait_until (client_opened, client);
-
-  fixture->events = client;
+  fixture->events = event_client_open (fixture->http, msg);
 }
 
 typedef struct

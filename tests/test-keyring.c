@@ -330,6 +330,84 @@ test_key_round_trip (void)
   g_assert_null (strstr (log_text->str, SECRET_KEY));
 }
 
+typedef struct
+{
+  gboolean  done;
+  char     *key;
+  GError   *error;
+} Lookup;
+
+static void
+looked_up_cb (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  Lookup *lookup = user_data;
+
+  lookup->key = kaged_keyring_lookup_finish (KAGED_KEYRING (object), result, &lookup->error);
+  lookup->done = TRUE;
+}
+
+static gboolean
+lookup_on_main_loop_cb (gpointer user_data)
+{
+  Lookup *lookup = user_data;
+  g_autoptr(KagedKeyring) keyring = kaged_secret_keyring_new ();
+
+  lookup->key = kaged_keyring_lookup (keyring, "main-loop", NULL, &lookup->error);
+  lookup->done = TRUE;
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Looking a key up from the main loop goes through libsecret's own async
+ * D-Bus calls, which a cancel ends; the blocking lookup is refused there. */
+static void
+test_lookup_on_main_loop (void)
+{
+  g_autoptr(KagedKeyring) keyring = kaged_secret_keyring_new ();
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  g_autoptr(GError) error = NULL;
+  Lookup found = { FALSE, NULL, NULL };
+  Lookup missing = { FALSE, NULL, NULL };
+  Lookup cancelled = { FALSE, NULL, NULL };
+  Lookup blocking = { FALSE, NULL, NULL };
+
+  g_assert_true (kaged_keyring_store (keyring, "main-loop", SECRET_KEY, NULL, &error));
+  g_assert_no_error (error);
+
+  kaged_keyring_lookup_async (keyring, "main-loop", NULL, looked_up_cb, &found);
+  kaged_keyring_lookup_async (keyring, "nobody", NULL, looked_up_cb, &missing);
+  wait_until (&found.done);
+  wait_until (&missing.done);
+  g_assert_no_error (found.error);
+  g_assert_cmpstr (found.key, ==, SECRET_KEY);
+  g_assert_no_error (missing.error);
+  g_assert_null (missing.key);
+
+  kaged_keyring_lookup_async (keyring, "main-loop", cancellable, looked_up_cb, &cancelled);
+  g_cancellable_cancel (cancellable);
+  wait_until (&cancelled.done);
+  g_assert_error (cancelled.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_null (cancelled.key);
+
+  /* The blocking lookup, from a callback of the main loop, is reported
+   * with a critical (and still answers). */
+  g_test_expect_message ("kaged-keyring", G_LOG_LEVEL_CRITICAL, "*main loop*");
+  g_idle_add (lookup_on_main_loop_cb, &blocking);
+  wait_until (&blocking.done);
+  g_test_assert_expected_messages ();
+  g_assert_cmpstr (blocking.key, ==, SECRET_KEY);
+
+  g_assert_true (kaged_keyring_clear (keyring, "main-loop", NULL, &error));
+  g_assert_no_error (error);
+  g_assert_null (strstr (log_text->str, SECRET_KEY));
+
+  kaged_keyring_free_key (found.key);
+  kaged_keyring_free_key (blocking.key);
+  g_clear_error (&cancelled.error);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -373,6 +451,7 @@ main (int   argc,
 
   start_keyring_daemon ();
 
+  g_test_add_func ("/keyring/lookup-on-main-loop", test_lookup_on_main_loop);
   g_test_add_func ("/keyring/round-trip", test_key_round_trip);
 
   ret = g_test_run ();

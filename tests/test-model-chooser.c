@@ -419,6 +419,115 @@ test_new_conversation (Fixture       *fixture,
   g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · second-choice");
 }
 
+/* What the application provides: the preferences, at a profile's page or
+ * not, here recorded. */
+typedef struct
+{
+  guint  n_opened;
+  char  *profile_id;
+} Opened;
+
+static void
+preferences_cb (GSimpleAction *action,
+                GVariant      *parameter,
+                gpointer       user_data)
+{
+  Opened *opened = user_data;
+
+  opened->n_opened++;
+  g_clear_pointer (&opened->profile_id, g_free);
+  if (parameter != NULL)
+    opened->profile_id = g_variant_dup_string (parameter, NULL);
+}
+
+static void
+add_app_actions (Fixture *fixture,
+                 Opened  *opened)
+{
+  const GActionEntry entries[] = {
+    { "preferences", preferences_cb, NULL, NULL, NULL, { 0 } },
+    { "preferences-profile", preferences_cb, "s", NULL, NULL, { 0 } },
+  };
+  g_autoptr(GSimpleActionGroup) group = g_simple_action_group_new ();
+
+  g_action_map_add_action_entries (G_ACTION_MAP (group), entries, G_N_ELEMENTS (entries), opened);
+  gtk_widget_insert_action_group (GTK_WIDGET (fixture->window), "app", G_ACTION_GROUP (group));
+}
+
+static gboolean
+refresh_done (Fixture       *fixture,
+              gconstpointer  data)
+{
+  return gtk_widget_get_sensitive (child (fixture, "refresh_button"));
+}
+
+static void
+refresh_and_wait (Fixture *fixture)
+{
+  g_signal_emit_by_name (child (fixture, "refresh_button"), "clicked");
+  g_assert_false (gtk_widget_get_sensitive (child (fixture, "refresh_button")));
+  g_assert_true (wait_for (fixture, refresh_done, NULL));
+  iterate ();
+}
+
+/* A list refused for the key, or a wrong address: mended in Preferences,
+ * which the chooser opens at the profile's page. A failure that waiting
+ * mends offers no such thing. */
+static void
+test_failure_offers_preferences (Fixture       *fixture,
+                                 gconstpointer  data)
+{
+  KagedProfile *profile = kaged_core_get_profile (fixture->core);
+  GtkWidget *button = child (fixture, "preferences_button");
+  g_autofree char *base = g_strdup (kaged_profile_get_base_url (profile));
+  g_autofree char *wrong = g_strconcat (base, "/nope", NULL);
+  Opened opened = { 0, NULL };
+
+  add_app_actions (fixture, &opened);
+  kaged_profile_set_id (profile, "local");
+
+  open_popover (fixture);
+  if (data == NULL)
+    {
+      /* Listed: nothing to mend. */
+      g_assert_true (wait_for (fixture, rows_at_least, GUINT_TO_POINTER (3)));
+      g_assert_false (gtk_widget_get_visible (button));
+
+      kaged_profile_set_base_url (profile, wrong);
+      refresh_and_wait (fixture);
+      g_assert_true (status_shown (fixture, "Type a model name"));
+    }
+  else
+    g_assert_true (wait_for (fixture, status_shown, "Type a model name"));
+
+  g_assert_true (gtk_widget_get_visible (button));
+  g_assert_cmpstr (gtk_button_get_label (GTK_BUTTON (button)), ==, "Open Preferences");
+  g_signal_emit_by_name (button, "clicked");
+  iterate ();
+  g_assert_cmpuint (opened.n_opened, ==, 1);
+  g_assert_cmpstr (opened.profile_id, ==, "local");
+  g_assert_false (gtk_widget_get_visible (child (fixture, "popover")));
+
+  /* Nothing listens on port 9: a network failure, waited out. */
+  open_popover (fixture);
+  kaged_profile_set_base_url (profile, "http://127.0.0.1:9/v1");
+  refresh_and_wait (fixture);
+  g_assert_true (status_shown (fixture, "Type a model name"));
+  g_assert_false (gtk_widget_get_visible (button));
+
+  /* A profile that was never saved has no page: the Preferences open. */
+  kaged_profile_set_base_url (profile, wrong);
+  kaged_profile_set_id (profile, NULL);
+  refresh_and_wait (fixture);
+  g_assert_true (gtk_widget_get_visible (button));
+  g_signal_emit_by_name (button, "clicked");
+  iterate ();
+  g_assert_cmpuint (opened.n_opened, ==, 2);
+  g_assert_null (opened.profile_id);
+
+  g_free (opened.profile_id);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -432,6 +541,8 @@ main (int   argc,
   g_test_add ("/model-chooser/connection", Fixture, NULL, fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/new-conversation", Fixture, NULL, fixture_set_up, test_new_conversation, fixture_tear_down);
+  g_test_add ("/model-chooser/wrong-address-offers-preferences", Fixture, NULL, fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
+  g_test_add ("/model-chooser/refused-offers-preferences", Fixture, "sk-kaged-never-sent", fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
 
   return g_test_run ();
 }

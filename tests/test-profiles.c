@@ -17,6 +17,7 @@
 #include <gio/gsettingsbackend.h>
 
 #include "kaged-core.h"
+#include "kaged-core-settings.h"
 #include "kaged-fake-server.h"
 #include "kaged-profiles.h"
 
@@ -610,6 +611,94 @@ test_spend_counts_own_runs (void)
   g_rmdir (dir);
 }
 
+static gboolean
+has_cached_models (KagedCore  *core,
+                   const char *profile_id)
+{
+  g_auto(GStrv) models = kaged_core_dup_cached_models (core, profile_id);
+
+  return models != NULL;
+}
+
+/* A profile's cached model list goes with the profile: removed here,
+ * removed elsewhere, or gone before this start. */
+static void
+test_remove_drops_model_cache (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("kaged-profiles-XXXXXX", &error);
+  g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
+  g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
+  g_autoptr(GSettings) settings = new_settings (backend);
+  g_autoptr(KagedProfiles) profiles = kaged_profiles_new (settings);
+  g_autoptr(KagedProfiles) other = kaged_profiles_new (settings);
+  g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedCore) core = NULL;
+  g_autoptr(KagedProfile) work = NULL;
+  g_autoptr(KagedProfile) home = NULL;
+  const char * const listed[] = { "model-a", "model-b", NULL };
+  const char *work_id;
+  const char *home_id;
+
+  g_assert_no_error (error);
+  work = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_OPENAI, "http://127.0.0.1:1/v1", "a");
+  home = kaged_profile_new ("Home", KAGED_PROVIDER_KIND_OPENAI, "http://127.0.0.1:2/v1", "b");
+  kaged_profiles_add (profiles, work);
+  kaged_profiles_add (profiles, home);
+  work_id = kaged_profile_get_id (work);
+  home_id = kaged_profile_get_id (home);
+
+  store = kaged_store_open (db_path, &error);
+  g_assert_no_error (error);
+  /* A list left behind by a profile removed before this start. */
+  g_assert_true (kaged_store_set_profile_models (store, "removed-earlier", listed, &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_set_profile_models (store, work_id, listed, &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_set_profile_models (store, home_id, listed, &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_set_profile_models (store, "default", listed, &error));
+  g_assert_no_error (error);
+
+  core = kaged_core_new (store, keyring, NULL, NULL, KAGED_CORE_FLAGS_NONE);
+  kaged_core_set_profiles (core, profiles);
+  g_assert_false (has_cached_models (core, "removed-earlier"));
+  g_assert_true (has_cached_models (core, work_id));
+  g_assert_true (has_cached_models (core, home_id));
+  g_assert_true (has_cached_models (core, "default"));
+
+  /* Removed here: its list goes, the others stay. */
+  g_assert_true (kaged_profiles_remove (profiles, work_id, &error));
+  g_assert_no_error (error);
+  g_assert_false (has_cached_models (core, work_id));
+  g_assert_true (has_cached_models (core, home_id));
+  g_assert_true (has_cached_models (core, "default"));
+
+  /* Removed by another instance, through the settings. */
+  g_assert_true (kaged_profiles_remove (other, home_id, &error));
+  g_assert_no_error (error);
+  g_assert_null (kaged_profiles_lookup (profiles, home_id));
+  g_assert_false (has_cached_models (core, home_id));
+  g_assert_true (has_cached_models (core, "default"));
+
+  kaged_core_shutdown (core);
+  g_clear_object (&core);
+  g_clear_object (&store);
+  {
+    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+    const char *name;
+
+    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+      {
+        g_autofree char *path = g_build_filename (dir, name, NULL);
+
+        g_unlink (path);
+      }
+  }
+  g_rmdir (dir);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -623,6 +712,7 @@ main (int   argc,
   g_test_add_func ("/profiles/list-follows-settings", test_list_follows_settings);
   g_test_add_func ("/profiles/core-spend-per-profile", test_core_spend_per_profile);
   g_test_add_func ("/profiles/spend-counts-own-runs", test_spend_counts_own_runs);
+  g_test_add_func ("/profiles/remove-drops-model-cache", test_remove_drops_model_cache);
 
   return g_test_run ();
 }

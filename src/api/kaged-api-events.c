@@ -19,6 +19,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-api-server-private.h"
+#include "kaged-api-settings.h"
 #include "kaged-api-wire.h"
 #include "kaged-retry.h"
 
@@ -481,13 +482,19 @@ session_changed_cb (KagedSessionManager *manager,
                     KagedApiServer      *self)
 {
   g_autoptr(JsonBuilder) builder = NULL;
+  g_autoptr(GError) error = NULL;
   gint64 session_id = kaged_session_get_id (session);
 
   if (!has_streams (self, session_id))
     return;
 
   builder = json_builder_new ();
-  kaged_api_wire_add_session (builder, session);
+  if (!kaged_api_settings_add_session (self, builder, session, &error))
+    {
+      g_warning ("The settings of session %" G_GINT64_FORMAT " could not be read: %s",
+                 session_id, error->message);
+      return;
+    }
   broadcast (self, session_id, "session.changed", builder);
 }
 

@@ -186,7 +186,11 @@ list_sessions (KagedApiRequest *request)
                                                               kaged_session_get_id (session))
                                  ? KAGED_SESSION_STATE_RUNNING
                                  : KAGED_SESSION_STATE_IDLE);
-      kaged_api_wire_add_session (builder, session);
+      if (!kaged_api_settings_add_session (self, builder, session, &error))
+        {
+          respond_error (request, error);
+          return;
+        }
     }
   json_builder_end_array (builder);
   json_builder_end_object (builder);

@@ -6,8 +6,9 @@
 /*
  * A session's profile, model and system prompt on the wire: read on
  * `POST /api/v1/sessions` and `PATCH /api/v1/sessions/:id`, and written
- * into every single-session answer as `profile`, `model` and
- * `system_prompt` (null: the default). Only the profile's id travels; a
+ * into every session the API shows (a single session, the list, the
+ * `session.changed` event) as `profile`, `model` and `system_prompt`
+ * (null: the default). Only the profile's id travels; a
  * profile's key never does.
  */
 
@@ -53,15 +54,31 @@ kaged_api_settings_read (SoupServerMessage *msg,
   return TRUE;
 }
 
-static void
-add_nullable (JsonObject *object,
-              const char *name,
-              const char *value)
+/**
+ * kaged_api_settings_add_session:
+ *
+ * Writes @session, its settings included, into @builder: the same object
+ * for a single session, the list and the event stream.
+ *
+ * Returns: %FALSE with @error set when the settings could not be read
+ *   (nothing is written then)
+ */
+gboolean
+kaged_api_settings_add_session (KagedApiServer  *self,
+                                JsonBuilder     *builder,
+                                KagedSession    *session,
+                                GError         **error)
 {
-  if (value != NULL)
-    json_object_set_string_member (object, name, value);
-  else
-    json_object_set_null_member (object, name);
+  g_autofree char *profile_id = NULL;
+  g_autofree char *model = NULL;
+  g_autofree char *system_prompt = NULL;
+
+  if (!kaged_core_get_session_settings (self->core, kaged_session_get_id (session),
+                                        &profile_id, &model, &system_prompt, error))
+    return FALSE;
+
+  kaged_api_wire_add_session (builder, session, profile_id, model, system_prompt);
+  return TRUE;
 }
 
 /**
@@ -76,40 +93,15 @@ kaged_api_respond_session (KagedApiServer    *self,
                            guint              status)
 {
   g_autoptr(JsonBuilder) builder = json_builder_new ();
-  g_autoptr(JsonBuilder) whole = json_builder_new ();
-  g_autoptr(JsonNode) root = NULL;
   g_autoptr(GError) error = NULL;
-  g_autofree char *profile_id = NULL;
-  g_autofree char *model = NULL;
-  g_autofree char *system_prompt = NULL;
-  JsonObject *object;
 
-  if (!kaged_core_get_session_settings (self->core, kaged_session_get_id (session),
-                                        &profile_id, &model, &system_prompt, &error))
+  if (!kaged_api_settings_add_session (self, builder, session, &error))
     {
       kaged_api_respond_engine_error (msg, error);
       return;
     }
 
-  kaged_api_wire_add_session (builder, session);
-  root = json_builder_get_root (builder);
-  object = json_node_get_object (root);
-  add_nullable (object, "profile", profile_id);
-  add_nullable (object, "model", model);
-  add_nullable (object, "system_prompt", system_prompt);
-
-  json_builder_begin_object (whole);
-  {
-    g_autoptr(GList) names = json_object_get_members (object);
-
-    for (const GList *l = names; l != NULL; l = l->next)
-      {
-        json_builder_set_member_name (whole, l->data);
-        json_builder_add_value (whole, json_node_copy (json_object_get_member (object, l->data)));
-      }
-  }
-  json_builder_end_object (whole);
-  kaged_api_respond_json (msg, status, whole);
+  kaged_api_respond_json (msg, status, builder);
 }
 
 /**

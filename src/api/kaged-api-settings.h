@@ -29,6 +29,10 @@ typedef struct
 gboolean kaged_api_settings_read   (SoupServerMessage    *msg,
                                     JsonObject           *object,
                                     KagedApiSettings     *settings);
+gboolean kaged_api_settings_add_session (KagedApiServer  *self,
+                                         JsonBuilder     *builder,
+                                         KagedSession    *session,
+                                         GError         **error);
 void     kaged_api_respond_session (KagedApiServer       *self,
                                     SoupServerMessage    *msg,
                                     KagedSession         *session,

@@ -76,9 +76,14 @@ kaged_api_wire_add_classification (JsonBuilder     *builder,
   json_builder_end_object (builder);
 }
 
+/* A session with its profile, model and system prompt (null: the
+ * default), under the names PATCH takes. */
 void
 kaged_api_wire_add_session (JsonBuilder  *builder,
-                            KagedSession *session)
+                            KagedSession *session,
+                            const char   *profile_id,
+                            const char   *model,
+                            const char   *system_prompt)
 {
   g_return_if_fail (JSON_IS_BUILDER (builder));
   g_return_if_fail (KAGED_IS_SESSION (session));
@@ -91,6 +96,9 @@ kaged_api_wire_add_session (JsonBuilder  *builder,
   add_string (builder, "state",
               kaged_enum_to_nick (KAGED_TYPE_SESSION_STATE,
                                   kaged_session_get_state (session)));
+  add_string (builder, "profile", profile_id);
+  add_string (builder, "model", model);
+  add_string (builder, "system_prompt", system_prompt);
   json_builder_end_object (builder);
 }
 

@@ -22,7 +22,10 @@ G_BEGIN_DECLS
  * a value that is not set (a time of 0, no run, no error) is null.
  */
 void  kaged_api_wire_add_session        (JsonBuilder        *builder,
-                                         KagedSession       *session);
+                                         KagedSession       *session,
+                                         const char         *profile_id,
+                                         const char         *model,
+                                         const char         *system_prompt);
 void  kaged_api_wire_add_message        (JsonBuilder        *builder,
                                          KagedMessage       *message);
 void  kaged_api_wire_add_run            (JsonBuilder        *builder,

@@ -363,6 +363,24 @@ kaged_application_preferences_action (GSimpleAction *action,
   gtk_window_present (GTK_WINDOW (preferences));
 }
 
+/* The Preferences, at the page of the profile the parameter names. */
+static void
+kaged_application_preferences_profile_action (GSimpleAction *action,
+                                              GVariant      *parameter,
+                                              gpointer       user_data)
+{
+  KagedApplication *self = user_data;
+  GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
+  const char *id = g_variant_get_string (parameter, NULL);
+  KagedPreferencesWindow *preferences;
+
+  preferences = kaged_preferences_window_new (parent);
+  kaged_preferences_window_set_core (preferences, self->core);
+  gtk_window_present (GTK_WINDOW (preferences));
+  if (!kaged_preferences_window_show_profile (preferences, id))
+    g_debug ("There is no profile “%s” to show", id);
+}
+
 static char *
 kaged_application_debug_info (KagedApplication *self)
 {
@@ -420,6 +438,7 @@ kaged_application_about_action (GSimpleAction *action,
 static const GActionEntry app_actions[] = {
   { "quit", kaged_application_quit_action },
   { "preferences", kaged_application_preferences_action },
+  { "preferences-profile", kaged_application_preferences_profile_action, "s" },
   { "about", kaged_application_about_action },
 };
 

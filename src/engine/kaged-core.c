@@ -496,13 +496,52 @@ kaged_core_get_profiles (KagedCore *self)
   return self->profiles;
 }
 
+/* A removed profile's cached model list goes with it. */
+static void
+profile_removed_cb (KagedCore  *self,
+                    const char *profile_id)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (self->store != NULL &&
+      !kaged_store_delete_profile_models (self->store, profile_id, &error))
+    g_warning ("The models listed for the removed profile “%s” could not be forgotten: %s",
+               profile_id, error->message);
+}
+
+/* The lists of profiles removed while no core listened go too; "" is a
+ * profile that was never saved (given on the command line). */
+static void
+forget_removed_profiles (KagedCore *self)
+{
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  g_auto(GStrv) ids = NULL;
+  g_autoptr(GError) error = NULL;
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->profiles));
+
+  g_strv_builder_add (builder, "");
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(KagedProfile) profile = g_list_model_get_item (G_LIST_MODEL (self->profiles), i);
+
+      g_strv_builder_add (builder, kaged_profile_get_id (profile));
+    }
+  ids = g_strv_builder_end (builder);
+
+  if (self->store != NULL &&
+      !kaged_store_keep_profile_models (self->store, (const char * const *)ids, &error))
+    g_warning ("The models listed for removed profiles could not be forgotten: %s",
+               error->message);
+}
+
 /**
  * kaged_core_set_profiles:
  * @profiles: (nullable): the saved profiles
  *
  * Runs follow the default profile of @profiles (unless
  * kaged_core_set_profile() gave one for this run), and removing a profile
- * removes its key from the core's keyring.
+ * removes its key from the core's keyring and the models listed for it
+ * from the store.
  */
 void
 kaged_core_set_profiles (KagedCore     *self,
@@ -524,6 +563,9 @@ kaged_core_set_profiles (KagedCore     *self,
       kaged_profiles_set_keyring (profiles, self->keyring);
       g_signal_connect_object (profiles, "notify::default-profile",
                                G_CALLBACK (update_profile), self, G_CONNECT_SWAPPED);
+      g_signal_connect_object (profiles, "profile-removed",
+                               G_CALLBACK (profile_removed_cb), self, G_CONNECT_SWAPPED);
+      forget_removed_profiles (self);
     }
 
   update_profile (self);

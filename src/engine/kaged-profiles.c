@@ -52,6 +52,13 @@ enum {
 
 static GParamSpec *properties [N_PROPS];
 
+enum {
+  PROFILE_REMOVED,
+  N_SIGNALS
+};
+
+static guint signals [N_SIGNALS];
+
 /* The keys of a profile, bound to the properties of the same name. */
 static const char * const string_keys[] = { "name", "base-url", "model", "api-key-env" };
 static const char * const amount_keys[] = { "input-price", "output-price", "spend-limit" };
@@ -268,6 +275,7 @@ sync_ids (KagedProfiles *self)
 {
   g_auto(GStrv) ids = g_settings_get_strv (self->settings, "profiles");
   g_autoptr(GPtrArray) entries = g_ptr_array_new_with_free_func ((GDestroyNotify)entry_free);
+  g_autoptr(GPtrArray) removed = g_ptr_array_new_with_free_func (g_free);
   gboolean same = TRUE;
   guint old_len;
 
@@ -316,14 +324,18 @@ sync_ids (KagedProfiles *self)
     }
   same = same && entries->len == old_len;
 
-  /* The placeholders of the entries that moved over are not freed. */
+  /* The placeholders of the entries that moved over are not freed; the
+   * others are profiles removed elsewhere. */
   g_ptr_array_set_free_func (self->entries, NULL);
   for (guint i = 0; i < old_len; i++)
     {
       Entry *entry = g_ptr_array_index (self->entries, i);
 
       if (entry != NULL)
-        entry_free (entry);
+        {
+          g_ptr_array_add (removed, g_strdup (kaged_profile_get_id (entry->profile)));
+          entry_free (entry);
+        }
     }
   g_ptr_array_unref (self->entries);
   self->entries = g_steal_pointer (&entries);
@@ -332,6 +344,9 @@ sync_ids (KagedProfiles *self)
     g_list_model_items_changed (G_LIST_MODEL (self), 0, old_len, self->entries->len);
 
   update_default (self);
+
+  for (guint i = 0; i < removed->len; i++)
+    g_signal_emit (self, signals [PROFILE_REMOVED], 0, g_ptr_array_index (removed, i));
 }
 
 /* The first start with profiles: the single provider of older versions
@@ -461,6 +476,20 @@ kaged_profiles_class_init (KagedProfilesClass *klass)
                          (G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
 
   g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /**
+   * KagedProfiles::profile-removed:
+   * @id: the id the profile had
+   *
+   * A profile left the list, removed here or elsewhere (in the settings);
+   * what was kept for it elsewhere can go.
+   */
+  signals [PROFILE_REMOVED] =
+    g_signal_new ("profile-removed",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void
@@ -735,6 +764,7 @@ kaged_profiles_remove_async (KagedProfiles       *self,
   save_ids (self);
   g_list_model_items_changed (G_LIST_MODEL (self), position, 1, 0);
   update_default (self);
+  g_signal_emit (self, signals [PROFILE_REMOVED], 0, id);
 
   if (self->keyring == NULL)
     {

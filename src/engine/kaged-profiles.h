@@ -42,6 +42,8 @@ G_DECLARE_FINAL_TYPE (KagedProfiles, kaged_profiles, KAGED, PROFILES, GObject)
  *
  * Properties: default-profile (KagedProfile, the one new replies come
  *             from; notified when another becomes the default).
+ * Signals: profile-removed (the id of a profile that left the list, here
+ *          or elsewhere).
  */
 GQuark         kaged_profiles_error_quark    (void);
 KagedProfiles *kaged_profiles_new            (GSettings            *settings);

@@ -46,8 +46,10 @@ kaged_keyring_free_key (char *key)
 /**
  * kaged_keyring_lookup:
  *
- * Looks up the key of @profile. This may block on D-Bus: from the main
- * thread prefer kaged_keyring_lookup_async().
+ * Looks up the key of @profile. This may block on D-Bus: it is for worker
+ * threads (and code that runs no main loop); called from a callback of
+ * the main loop it says so with a critical. The main loop uses
+ * kaged_keyring_lookup_async().
  *
  * Returns: (transfer full) (nullable): the key (free it with
  *   kaged_keyring_free_key()), or %NULL — with @error set only when the
@@ -62,6 +64,11 @@ kaged_keyring_lookup (KagedKeyring  *self,
   g_return_val_if_fail (KAGED_IS_KEYRING (self), NULL);
   g_return_val_if_fail (profile != NULL, NULL);
   g_return_val_if_fail (!cancellable || G_IS_CANCELLABLE (cancellable), NULL);
+
+  /* A keyring may wait on D-Bus: the main loop would stop meanwhile. */
+  if (g_main_context_is_owner (g_main_context_default ()))
+    g_critical ("The key of “%s” was looked up on the main loop, which blocks it; "
+                "use kaged_keyring_lookup_async()", profile);
 
   return KAGED_KEYRING_GET_IFACE (self)->lookup (self, profile, cancellable, error);
 }
@@ -94,8 +101,9 @@ kaged_keyring_clear (KagedKeyring  *self,
   return KAGED_KEYRING_GET_IFACE (self)->clear (self, profile, cancellable, error);
 }
 
-/* The lookup is also offered async: it runs in a worker thread, the
- * profile name as its task data. */
+/* The lookup is also offered async: through the keyring's own async
+ * lookup when it has one, or else in a worker thread, the profile name as
+ * its task data. */
 
 static void
 lookup_thread (GTask        *task,
@@ -114,6 +122,28 @@ lookup_thread (GTask        *task,
     g_task_return_pointer (task, key, (GDestroyNotify)kaged_keyring_free_key);
 }
 
+static void
+lookup_async_cb (GObject      *object,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  g_autoptr(GTask) task = user_data;
+  g_autoptr(GError) error = NULL;
+  char *key;
+
+  key = KAGED_KEYRING_GET_IFACE (object)->lookup_finish (KAGED_KEYRING (object), result, &error);
+  if (error != NULL)
+    g_task_return_error (task, g_steal_pointer (&error));
+  else
+    g_task_return_pointer (task, key, (GDestroyNotify)kaged_keyring_free_key);
+}
+
+/**
+ * kaged_keyring_lookup_async:
+ *
+ * Looks up the key of @profile without blocking the calling thread: what
+ * the main loop uses.
+ */
 void
 kaged_keyring_lookup_async (KagedKeyring        *self,
                             const char          *profile,
@@ -121,15 +151,22 @@ kaged_keyring_lookup_async (KagedKeyring        *self,
                             GAsyncReadyCallback  callback,
                             gpointer             user_data)
 {
+  KagedKeyringInterface *iface;
   g_autoptr(GTask) task = NULL;
 
   g_return_if_fail (KAGED_IS_KEYRING (self));
   g_return_if_fail (profile != NULL);
+  g_return_if_fail (!cancellable || G_IS_CANCELLABLE (cancellable));
 
+  iface = KAGED_KEYRING_GET_IFACE (self);
   task = g_task_new (self, cancellable, callback, user_data);
   g_task_set_source_tag (task, kaged_keyring_lookup_async);
   g_task_set_task_data (task, g_strdup (profile), g_free);
-  g_task_run_in_thread (task, lookup_thread);
+
+  if (iface->lookup_async != NULL && iface->lookup_finish != NULL)
+    iface->lookup_async (self, profile, cancellable, lookup_async_cb, g_steal_pointer (&task));
+  else
+    g_task_run_in_thread (task, lookup_thread);
 }
 
 /**
@@ -316,6 +353,54 @@ kaged_secret_keyring_lookup (KagedKeyring  *keyring,
   return key;
 }
 
+static void
+secret_lookup_cb (GObject      *object,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  g_autoptr(GTask) task = user_data;
+  g_autoptr(GError) error = NULL;
+  char *secret;
+
+  secret = secret_password_lookup_finish (result, &error);
+  if (error != NULL)
+    g_task_return_error (task, g_steal_pointer (&error));
+  else if (secret == NULL)
+    g_task_return_pointer (task, NULL, NULL);
+  else
+    {
+      g_task_return_pointer (task, g_strdup (secret), (GDestroyNotify)kaged_keyring_free_key);
+      secret_password_free (secret);
+    }
+}
+
+/* libsecret's own async lookup: D-Bus from the calling thread's main
+ * context, no worker thread, cancelled at once through @cancellable. */
+static void
+kaged_secret_keyring_lookup_async (KagedKeyring        *keyring,
+                                   const char          *profile,
+                                   GCancellable        *cancellable,
+                                   GAsyncReadyCallback  callback,
+                                   gpointer             user_data)
+{
+  GTask *task = g_task_new (keyring, cancellable, callback, user_data);
+
+  g_task_set_source_tag (task, kaged_secret_keyring_lookup_async);
+  secret_password_lookup (&api_key_schema, cancellable, secret_lookup_cb, task,
+                          "profile", profile,
+                          NULL);
+}
+
+static char *
+kaged_secret_keyring_lookup_finish (KagedKeyring  *keyring,
+                                    GAsyncResult  *result,
+                                    GError       **error)
+{
+  g_return_val_if_fail (g_task_is_valid (result, keyring), NULL);
+
+  return g_task_propagate_pointer (G_TASK (result), error);
+}
+
 static gboolean
 kaged_secret_keyring_store (KagedKeyring  *keyring,
                             const char    *profile,
@@ -355,6 +440,8 @@ static void
 secret_keyring_iface_init (KagedKeyringInterface *iface)
 {
   iface->lookup = kaged_secret_keyring_lookup;
+  iface->lookup_async = kaged_secret_keyring_lookup_async;
+  iface->lookup_finish = kaged_secret_keyring_lookup_finish;
   iface->store = kaged_secret_keyring_store;
   iface->clear = kaged_secret_keyring_clear;
 }

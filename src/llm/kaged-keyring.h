@@ -19,6 +19,10 @@ G_DECLARE_INTERFACE (KagedKeyring, kaged_keyring, KAGED, KEYRING, GObject)
  *   there is none; may block, and may be called from a worker thread
  * @store: store (or replace) the key of a profile
  * @clear: forget the key of a profile; no key is not an error
+ * @lookup_async: (optional) look up a key without blocking the calling
+ *   thread; without it, kaged_keyring_lookup_async() runs @lookup in a
+ *   worker thread
+ * @lookup_finish: (optional) the key @lookup_async found, as @lookup
  *
  * Where API keys live: never in the database, settings or logs. Keys are
  * found by profile id.
@@ -40,6 +44,14 @@ struct _KagedKeyringInterface
                        const char    *profile,
                        GCancellable  *cancellable,
                        GError       **error);
+  void      (*lookup_async)  (KagedKeyring         *self,
+                              const char           *profile,
+                              GCancellable         *cancellable,
+                              GAsyncReadyCallback   callback,
+                              gpointer              user_data);
+  char     *(*lookup_finish) (KagedKeyring         *self,
+                              GAsyncResult         *result,
+                              GError              **error);
 };
 
 char     *kaged_keyring_lookup        (KagedKeyring         *self,

@@ -663,6 +663,22 @@ kaged_retry_class_needs_preferences (KagedRetryClass retry_class)
          retry_class == KAGED_RETRY_CLASS_CREDENTIALS_UNRESOLVED;
 }
 
+/**
+ * kaged_models_failure_needs_preferences:
+ * @retry_class: why a model list or a connection test failed
+ * @http_status: the status the server answered, or 0
+ *
+ * Returns: whether the failure is mended in the profile's settings: its
+ *   key, or its address when nothing answers there (HTTP 404)
+ */
+gboolean
+kaged_models_failure_needs_preferences (KagedRetryClass retry_class,
+                                        guint           http_status)
+{
+  return kaged_retry_class_needs_preferences (retry_class) ||
+         (retry_class == KAGED_RETRY_CLASS_INVALID_REQUEST && http_status == 404);
+}
+
 gboolean
 kaged_connection_result_needs_preferences (KagedConnectionResult *self)
 {
@@ -671,7 +687,5 @@ kaged_connection_result_needs_preferences (KagedConnectionResult *self)
   if (self->ok)
     return FALSE;
 
-  /* A wrong address is mended in Preferences too. */
-  return kaged_retry_class_needs_preferences (self->retry_class) ||
-         (self->retry_class == KAGED_RETRY_CLASS_INVALID_REQUEST && self->http_status == 404);
+  return kaged_models_failure_needs_preferences (self->retry_class, self->http_status);
 }

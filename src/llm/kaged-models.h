@@ -51,5 +51,7 @@ const char * const *
                  kaged_connection_result_get_models            (KagedConnectionResult *self);
 gboolean         kaged_connection_result_needs_preferences     (KagedConnectionResult *self);
 gboolean         kaged_retry_class_needs_preferences           (KagedRetryClass        retry_class);
+gboolean         kaged_models_failure_needs_preferences        (KagedRetryClass        retry_class,
+                                                                guint                  http_status);
 
 G_END_DECLS

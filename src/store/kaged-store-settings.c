@@ -248,3 +248,67 @@ kaged_store_set_profile_models (KagedStore          *self,
          _kaged_store_bind_int64 (self, stmt, 3, _kaged_store_now_ms (self), error) &&
          _kaged_store_step_done (self, stmt, error);
 }
+
+/**
+ * kaged_store_delete_profile_models:
+ *
+ * Forgets the cached model list of @profile_id, if there is one.
+ */
+gboolean
+kaged_store_delete_profile_models (KagedStore  *self,
+                                   const char  *profile_id,
+                                   GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (profile_id != NULL, FALSE);
+
+  stmt = _kaged_store_get_stmt (self, STMT_PROFILE_MODELS_DELETE, error);
+  return stmt != NULL &&
+         _kaged_store_bind_text (self, stmt, 1, profile_id, error) &&
+         _kaged_store_step_done (self, stmt, error);
+}
+
+static gpointer
+profile_id_from_row (sqlite3_stmt *stmt)
+{
+  return g_strdup (_kaged_store_column_text (stmt, 0));
+}
+
+/**
+ * kaged_store_keep_profile_models:
+ * @profile_ids: the profiles that exist
+ *
+ * Forgets the cached model lists of every profile not in @profile_ids.
+ */
+gboolean
+kaged_store_keep_profile_models (KagedStore          *self,
+                                 const char * const  *profile_ids,
+                                 GError             **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  g_autoptr(GPtrArray) cached = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), FALSE);
+  g_return_val_if_fail (profile_ids != NULL, FALSE);
+
+  stmt = _kaged_store_get_stmt (self, STMT_PROFILE_MODELS_IDS, error);
+  if (stmt == NULL)
+    return FALSE;
+  cached = _kaged_store_collect_rows (self, stmt, profile_id_from_row, g_free, error);
+  g_clear_pointer (&stmt, _kaged_store_cached_stmt_release);
+  if (cached == NULL)
+    return FALSE;
+
+  for (guint i = 0; i < cached->len; i++)
+    {
+      const char *id = g_ptr_array_index (cached, i);
+
+      if (id != NULL && !g_strv_contains (profile_ids, id) &&
+          !kaged_store_delete_profile_models (self, id, error))
+        return FALSE;
+    }
+
+  return TRUE;
+}

@@ -213,6 +213,10 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
   [STMT_PROFILE_MODELS_SET] =
     "INSERT INTO profile_models (profile_id, models, fetched_at) VALUES (?1, ?2, ?3) "
     "ON CONFLICT (profile_id) DO UPDATE SET models = ?2, fetched_at = ?3",
+  [STMT_PROFILE_MODELS_DELETE] =
+    "DELETE FROM profile_models WHERE profile_id = ?1",
+  [STMT_PROFILE_MODELS_IDS] =
+    "SELECT profile_id FROM profile_models ORDER BY profile_id",
 };
 
 void

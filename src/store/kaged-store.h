@@ -324,5 +324,11 @@ gboolean              kaged_store_set_profile_models   (KagedStore              
                                                         const char                 *profile_id,
                                                         const char * const         *models,
                                                         GError                    **error);
+gboolean              kaged_store_delete_profile_models (KagedStore                *self,
+                                                         const char                *profile_id,
+                                                         GError                   **error);
+gboolean              kaged_store_keep_profile_models  (KagedStore                 *self,
+                                                        const char * const         *profile_ids,
+                                                        GError                    **error);
 
 G_END_DECLS

@@ -11,6 +11,7 @@
 
 #include "kaged-core-settings.h"
 #include "kaged-model-chooser.h"
+#include "kaged-models.h"
 #include "kaged-retry-text.h"
 
 /**
@@ -20,7 +21,11 @@
  * button that reads "Profile · model" and opens a popover with the
  * profiles, the models last listed for the one chosen (with *Refresh
  * Models*), a free-text model for servers that cannot list theirs, and
- * the conversation's system prompt. Every change goes through the engine
+ * the conversation's system prompt. When the list fails for something
+ * mended in the profile's settings (its key, its address), *Open
+ * Preferences* activates `app.preferences-profile` with the profile's id
+ * (`app.preferences` for a profile that was never saved), which the
+ * application provides. Every change goes through the engine
  * (kaged_core_set_session_settings()) and is kept with the conversation.
  * In a new conversation, not started yet, the choice waits for it: the
  * conversation the window starts with the first message gets it.
@@ -51,6 +56,7 @@ struct _KagedModelChooser
   GtkButton      *refresh_button;
   GtkListBox     *models_list;
   GtkLabel       *status_label;
+  GtkButton      *preferences_button;
   GtkEntry       *model_entry;
   GtkTextView    *prompt_view;
   GtkButton      *save_prompt_button;
@@ -129,6 +135,7 @@ show_status (KagedModelChooser *self,
 {
   gtk_label_set_label (self->status_label, text != NULL ? text : "");
   gtk_widget_set_visible (GTK_WIDGET (self->status_label), text != NULL);
+  gtk_widget_set_visible (GTK_WIDGET (self->preferences_button), FALSE);
 }
 
 static void
@@ -409,11 +416,30 @@ refresh_cb (GObject      *object,
        * refused (HTTP 401). Type a model name below." */
       text = g_strdup_printf (_("%s. Type a model name below."), reason);
       show_status (self, text);
+      gtk_widget_set_visible (GTK_WIDGET (self->preferences_button),
+                              kaged_models_failure_needs_preferences (
+                                kaged_provider_error_get_retry_class (error),
+                                kaged_provider_error_get_http_status (error)));
       return;
     }
 
   show_status (self, NULL);
   fill_models (self, (const char * const *)models);
+}
+
+static void
+preferences_clicked_cb (KagedModelChooser *self)
+{
+  KagedProfile *profile = selected_profile (self);
+  const char *id = profile != NULL ? kaged_profile_get_id (profile) : NULL;
+
+  gtk_popover_popdown (self->popover);
+
+  /* A profile given on the command line has no page of its own. */
+  if (id != NULL && id[0] != '\0')
+    gtk_widget_activate_action (GTK_WIDGET (self), "app.preferences-profile", "s", id);
+  else
+    gtk_widget_activate_action (GTK_WIDGET (self), "app.preferences", NULL);
 }
 
 static void
@@ -537,12 +563,14 @@ kaged_model_chooser_class_init (KagedModelChooserClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, refresh_button);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, models_list);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, status_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, preferences_button);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, model_entry);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, prompt_view);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, save_prompt_button);
   gtk_widget_class_bind_template_callback (widget_class, popover_visible_cb);
   gtk_widget_class_bind_template_callback (widget_class, profile_selected_cb);
   gtk_widget_class_bind_template_callback (widget_class, refresh_clicked_cb);
+  gtk_widget_class_bind_template_callback (widget_class, preferences_clicked_cb);
   gtk_widget_class_bind_template_callback (widget_class, model_activated_cb);
   gtk_widget_class_bind_template_callback (widget_class, model_entry_activate_cb);
   gtk_widget_class_bind_template_callback (widget_class, save_prompt_clicked_cb);

@@ -572,13 +572,13 @@ assert_turn (GListModel *model,
   g_assert_cmpstr (kaged_message_get_content (message), ==, expected);
 }
 
-/* Turns of the long conversations: 25,000, or 2,500 where the suite runs
- * slowly (KAGED_TEST_QUICK, set by the valgrind setup); the pages and the
+/* Turns of the long conversations: 25,000, or 2,500 under valgrind
+ * (KAGED_TEST_VALGRIND, set by the valgrind setup); the pages and the
  * checks are the same. Even, so that the middle turn is an even one. */
 static guint
 long_turns (void)
 {
-  return g_getenv ("KAGED_TEST_QUICK") != NULL ? 2500 : 25000;
+  return g_getenv ("KAGED_TEST_VALGRIND") != NULL ? 2500 : 25000;
 }
 
 /* Only the pages looked at are read, wherever they are. */

@@ -770,8 +770,10 @@ test_mix (Fixture       *fixture,
       for (guint i = 0; i < 200; i++)
         {
           guint status = 0;
-          g_autofree char *body = fetch (fixture, "POST", "/v1/chat/completions", "{}", &status);
-          const char *fault = kaged_fake_server_get_request_fault (fixture->server, i);
+          const char *fault;
+
+          g_free (fetch (fixture, "POST", "/v1/chat/completions", "{}", &status));
+          fault = kaged_fake_server_get_request_fault (fixture->server, i);
 
           g_assert_nonnull (fault);
           g_assert_cmpuint (status, ==, g_str_equal (fault, "often") ? 200 : 503);

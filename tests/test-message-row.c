@@ -14,6 +14,7 @@
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
+#include "kaged-test-time.h"
 
 /* --- helpers ------------------------------------------------------------------------ */
 
@@ -601,13 +602,13 @@ test_row_description_while_streaming (RowFixture    *f,
   kaged_message_set_content (message, "One two");
   kaged_message_set_content (message, "One two three");
   g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, "One");
-  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
   while (shown_label (row, "One two three") == NULL && g_get_monotonic_time () < deadline)
     g_main_context_iteration (NULL, TRUE);
   g_assert_nonnull (shown_label (row, "One two three"));
   g_assert_true (description_is (row, "One"));
 
-  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
   while (!description_is (row, "One two three") && g_get_monotonic_time () < deadline)
     g_main_context_iteration (NULL, TRUE);
   g_assert_true (description_is (row, "One two three"));
@@ -961,6 +962,89 @@ test_markdown_long_paragraph (void)
   gtk_window_destroy (window);
 }
 
+/* --- how often the operator's text is laid out --------------------------------------- */
+
+static GtkWidget *counted_label;
+static guint n_width_for_height;
+static void (*label_measure) (GtkWidget      *widget,
+                              GtkOrientation  orientation,
+                              int             for_size,
+                              int            *minimum,
+                              int            *natural,
+                              int            *minimum_baseline,
+                              int            *natural_baseline);
+
+/* GtkLabel's measure, counting the times @counted_label is asked how wide
+ * it must be to fit a height: to answer, GTK lays the whole text out again
+ * and again at widths it narrows down. */
+static void
+counting_label_measure (GtkWidget      *widget,
+                        GtkOrientation  orientation,
+                        int             for_size,
+                        int            *minimum,
+                        int            *natural,
+                        int            *minimum_baseline,
+                        int            *natural_baseline)
+{
+  if (widget == counted_label && orientation == GTK_ORIENTATION_HORIZONTAL && for_size >= 0)
+    n_width_for_height++;
+
+  label_measure (widget, orientation, for_size, minimum, natural, minimum_baseline,
+                 natural_baseline);
+}
+
+/* A long message of the operator is laid out for the width the list gives
+ * its row, never searched for the width that fits some height: with a list
+ * of such rows that search made a long conversation take seconds to open. */
+static void
+test_row_operator_long_text_layout (void)
+{
+  static const int widths[] = { 600, 420, 300 };
+  GtkWidgetClass *label_class = g_type_class_ref (GTK_TYPE_LABEL);
+  KagedMessageRow *row = KAGED_MESSAGE_ROW (kaged_message_row_new ());
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(KagedMessage) message = NULL;
+  GtkWindow *window;
+  int previous = G_MAXINT;
+
+  while (text->len < 2000)
+    g_string_append (text, "a of it to in is an ");
+  message = new_message (7, KAGED_MESSAGE_ROLE_OPERATOR, text->str, KAGED_MESSAGE_STATUS_NONE);
+
+  window = show_in_window (GTK_WIDGET (row));
+  kaged_message_row_set_message (row, message);
+  iterate ();
+  counted_label = GTK_WIDGET (gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
+                                                             "operator_label"));
+  g_assert_true (gtk_widget_get_mapped (counted_label));
+
+  /* As a list view asks each row: its height for the list's width. */
+  n_width_for_height = 0;
+  label_measure = label_class->measure;
+  label_class->measure = counting_label_measure;
+  for (guint i = 0; i < G_N_ELEMENTS (widths); i++)
+    {
+      int height = 0;
+
+      gtk_widget_queue_resize (counted_label);
+      gtk_widget_measure (GTK_WIDGET (row), GTK_ORIENTATION_VERTICAL, widths[i],
+                          &height, NULL, NULL, NULL);
+      /* Narrower, taller: the text wraps to the width. */
+      g_assert_cmpint (height, >, 100);
+      g_assert_cmpint (height, <, G_MAXINT);
+      if (i > 0)
+        g_assert_cmpint (height, >, previous);
+      previous = height;
+    }
+  label_class->measure = label_measure;
+  counted_label = NULL;
+
+  g_assert_cmpuint (n_width_for_height, ==, 0);
+
+  gtk_window_destroy (window);
+  g_type_class_unref (label_class);
+}
+
 static guint
 count_text_nodes (GskRenderNode *node)
 {
@@ -1270,7 +1354,7 @@ test_row_details_live (RowFixture    *f,
   {
     g_autofree char *before = g_strdup (gtk_label_get_text (GTK_LABEL (duration)));
 
-    deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+    deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
     while (g_str_equal (before, gtk_label_get_text (GTK_LABEL (duration))) &&
            g_get_monotonic_time () < deadline)
       g_main_context_iteration (NULL, TRUE);
@@ -1354,6 +1438,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/long-paragraph", test_markdown_long_paragraph);
   g_test_add_func ("/markdown-view/long-reply-drawn-in-part", test_markdown_long_reply_drawn_in_part);
   g_test_add_func ("/markdown-view/long-reply-grows-at-end", test_markdown_long_reply_grows_at_end);
+  g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);

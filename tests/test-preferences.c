@@ -18,13 +18,14 @@
 #include "kaged-fake-server.h"
 #include "kaged-preferences-window.h"
 #include "kaged-profile-page.h"
+#include "kaged-test-time.h"
 
 static gboolean
 wait_for_string (GSettings  *settings,
                  const char *key,
                  const char *expected)
 {
-  gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
 
   while (g_get_monotonic_time () < deadline)
     {
@@ -152,7 +153,7 @@ static gboolean
 wait_until (gboolean (*check) (gpointer data),
             gpointer data)
 {
-  gint64 deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
 
   while (g_get_monotonic_time () < deadline)
     {
@@ -804,7 +805,7 @@ test_window_api_settings (void)
   gtk_switch_set_active (enabled, TRUE);
   gtk_spin_button_set_value (port, 8123);
 
-  deadline = g_get_monotonic_time () + 5 * G_USEC_PER_SEC;
+  deadline = g_get_monotonic_time () + kaged_test_usec (5 * G_USEC_PER_SEC);
   while ((!g_settings_get_boolean (settings, "api-enabled") ||
           g_settings_get_uint (settings, "api-port") != 8123) &&
          g_get_monotonic_time () < deadline)

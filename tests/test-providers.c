@@ -14,6 +14,7 @@
 #include "kaged-openai-provider.h"
 #include "kaged-provider.h"
 #include "kaged-retry-class.h"
+#include "kaged-test-time.h"
 
 /* 2026-11-29T20:00:00Z, the providers' (fake) wall clock */
 #define NOW_MS G_GINT64_CONSTANT (1795982400000)
@@ -31,8 +32,13 @@ typedef enum
   MODE_RESPOND,     /* the whole answer at once */
   MODE_STALL_OPEN,  /* never answer */
   MODE_STALL_BODY,  /* headers and the first part, then nothing */
-  MODE_END_LATER,   /* the whole answer, and the end of the body 50 ms later */
+  MODE_END_LATER,   /* the whole answer; the end of the body when the test
+                     * releases it, or after END_LATER_SECONDS */
 } Mode;
+
+/* How long MODE_END_LATER holds the end of a body back at most: far longer
+ * than the client needs to read an answer, even under the sanitizers. */
+#define END_LATER_SECONDS 30
 
 /* The server the test starts on 127.0.0.1, and what it is to answer. */
 typedef struct
@@ -91,6 +97,19 @@ end_body_cb (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Ends the bodies MODE_END_LATER holds back, now. */
+static void
+server_end_bodies_now (Server *server)
+{
+  for (guint i = 0; i < server->timeouts->len; i++)
+    {
+      GSource *timeout = g_ptr_array_index (server->timeouts, i);
+
+      if (!g_source_is_destroyed (timeout))
+        g_source_set_ready_time (timeout, 0);
+    }
+}
+
 static void
 handler (SoupServer        *soup_server,
          SoupServerMessage *msg,
@@ -139,7 +158,7 @@ handler (SoupServer        *soup_server,
       soup_message_body_append (soup_server_message_get_response_body (msg),
                                 SOUP_MEMORY_COPY, data, len);
       g_object_set_data (G_OBJECT (msg), "test-server", server);
-      timeout = g_timeout_source_new (50);
+      timeout = g_timeout_source_new_seconds (END_LATER_SECONDS);
       g_source_set_callback (timeout, end_body_cb, g_object_ref (msg), g_object_unref);
       g_source_attach (timeout, NULL);
       g_ptr_array_add (server->timeouts, timeout);
@@ -1083,7 +1102,11 @@ test_keeps_connection (void)
       /* The answer did not wait for the end of the body. */
       g_assert_cmpuint (c->server->n_ended_later, ==, 0);
 
-      g_timeout_add (200, set_flag_cb, &settled);
+      /* Now the end of the body, read after the answer. */
+      server_end_bodies_now (c->server);
+      while (c->server->n_ended_later < 1)
+        g_main_context_iteration (NULL, TRUE);
+      g_timeout_add (kaged_test_usec (200 * 1000) / 1000, set_flag_cb, &settled);
       while (!settled)
         g_main_context_iteration (NULL, TRUE);
 

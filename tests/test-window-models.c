@@ -20,6 +20,7 @@
 #include "kaged-message-row.h"
 #include "kaged-model-chooser.h"
 #include "kaged-window.h"
+#include "kaged-test-time.h"
 
 typedef struct
 {
@@ -141,7 +142,7 @@ wait_for (Fixture       *fixture,
           Condition      condition,
           gconstpointer  data)
 {
-  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (15 * G_USEC_PER_SEC);
 
   while (g_get_monotonic_time () < deadline && !condition (fixture, data))
     g_main_context_iteration (NULL, FALSE);

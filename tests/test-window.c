@@ -23,6 +23,7 @@
 #include "kaged-session-row.h"
 #include "kaged-store-search.h"
 #include "kaged-window.h"
+#include "kaged-test-time.h"
 
 #define REPLY "The sky is blue because air scatters short wavelengths most."
 
@@ -181,7 +182,7 @@ wait_for (Fixture       *fixture,
           Condition      condition,
           gconstpointer  data)
 {
-  gint64 deadline = g_get_monotonic_time () + 15 * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (15 * G_USEC_PER_SEC);
 
   while (g_get_monotonic_time () < deadline && !condition (fixture, data))
     g_main_context_iteration (NULL, FALSE);
@@ -1378,9 +1379,14 @@ main (int   argc,
   const char *reply = "[{\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
   const char *slow = "[{\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
 
-  const char *storm =
-    "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
-    " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]";
+  /* The provider asks for a wait as long as the first automatic retry's
+   * own (2 s), longer where everything is slower, so that the countdown is
+   * on screen long enough to be seen. */
+  g_autofree char *storm = g_strdup_printf (
+    "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\", \"retry-after\": \"%d\"},"
+    " \"body\": \"Unavailable\"},"
+    " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 4, \"delay_ms\": 20}]",
+    (int) (kaged_test_usec (2 * G_USEC_PER_SEC) / G_USEC_PER_SEC));
   const char *unauthorized =
     "[{\"status\": 401, \"body\": {\"error\": {\"message\": \"Incorrect API key provided\", "
     "\"type\": \"invalid_request_error\", \"code\": \"invalid_api_key\"}}}]";

@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
 
 #include "kaged-markdown-view.h"
@@ -66,7 +67,7 @@ struct _KagedMessageRow
   GtkLabel *author_label;
   GtkSpinner *status_spinner;
   GtkLabel *status_label;
-  GtkBox *bubble;
+  AdwBin *bubble;
   GtkLabel *operator_label;
   KagedMarkdownView *markdown_view;
   GtkBox *error_box;

@@ -434,6 +434,7 @@ typedef struct
   GtkWindow *window;
   KagedMessageRow *row;
   GSimpleActionGroup *actions;
+  GSimpleActionGroup *app_actions;
   GPtrArray *activated;
 } RowFixture;
 
@@ -444,9 +445,16 @@ record_action (GSimpleAction *action,
 {
   RowFixture *f = user_data;
 
-  g_ptr_array_add (f->activated,
-                   g_strdup_printf ("%s %" G_GINT64_FORMAT, g_action_get_name (G_ACTION (action)),
-                                    g_variant_get_int64 (parameter)));
+  if (parameter == NULL)
+    g_ptr_array_add (f->activated, g_strdup (g_action_get_name (G_ACTION (action))));
+  else if (g_variant_is_of_type (parameter, G_VARIANT_TYPE_STRING))
+    g_ptr_array_add (f->activated,
+                     g_strdup_printf ("%s %s", g_action_get_name (G_ACTION (action)),
+                                      g_variant_get_string (parameter, NULL)));
+  else
+    g_ptr_array_add (f->activated,
+                     g_strdup_printf ("%s %" G_GINT64_FORMAT, g_action_get_name (G_ACTION (action)),
+                                      g_variant_get_int64 (parameter)));
 }
 
 static void
@@ -458,6 +466,10 @@ row_fixture_set_up (RowFixture    *f,
     { "edit", record_action, "x", NULL, NULL, { 0 } },
     { "show-version", record_action, "x", NULL, NULL, { 0 } },
   };
+  static const GActionEntry app_entries[] = {
+    { "preferences", record_action, NULL, NULL, NULL, { 0 } },
+    { "preferences-profile", record_action, "s", NULL, NULL, { 0 } },
+  };
 
   f->row = KAGED_MESSAGE_ROW (kaged_message_row_new ());
   f->window = show_in_window (GTK_WIDGET (f->row));
@@ -467,6 +479,10 @@ row_fixture_set_up (RowFixture    *f,
   f->actions = g_simple_action_group_new ();
   g_action_map_add_action_entries (G_ACTION_MAP (f->actions), entries, G_N_ELEMENTS (entries), f);
   gtk_widget_insert_action_group (GTK_WIDGET (f->window), "message", G_ACTION_GROUP (f->actions));
+  f->app_actions = g_simple_action_group_new ();
+  g_action_map_add_action_entries (G_ACTION_MAP (f->app_actions), app_entries,
+                                   G_N_ELEMENTS (app_entries), f);
+  gtk_widget_insert_action_group (GTK_WIDGET (f->window), "app", G_ACTION_GROUP (f->app_actions));
 }
 
 static void
@@ -475,6 +491,7 @@ row_fixture_tear_down (RowFixture    *f,
 {
   gtk_window_destroy (f->window);
   g_clear_object (&f->actions);
+  g_clear_object (&f->app_actions);
   g_clear_pointer (&f->activated, g_ptr_array_unref);
   iterate ();
 }
@@ -662,6 +679,29 @@ test_row_statuses (RowFixture    *f,
   iterate ();
   g_assert_nonnull (shown_label (row, "No API key was found for this provider"));
   g_assert_true (shown (button (row, "Open Preferences")));
+
+  /* Knowing the conversation's profile, it opens the preferences at that
+   * profile's page. */
+  kaged_message_row_set_profile_id (f->row, "profile-7");
+  iterate ();
+  g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (button (row, "Open Preferences"))), ==,
+                   "app.preferences-profile");
+  g_assert_cmpstr (g_variant_get_string (gtk_actionable_get_action_target_value (
+                     GTK_ACTIONABLE (button (row, "Open Preferences"))), NULL), ==, "profile-7");
+  g_assert_cmpstr (kaged_message_row_get_profile_id (f->row), ==, "profile-7");
+  g_signal_emit_by_name (button (row, "Open Preferences"), "clicked");
+  iterate ();
+  g_assert_cmpuint (f->activated->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "preferences-profile profile-7");
+
+  /* A profile from the command line has no page: the general preferences. */
+  kaged_message_row_set_profile_id (f->row, "");
+  iterate ();
+  g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (button (row, "Open Preferences"))), ==,
+                   "app.preferences");
+  g_assert_null (gtk_actionable_get_action_target_value (GTK_ACTIONABLE (button (row, "Open Preferences"))));
+  kaged_message_row_set_profile_id (f->row, NULL);
+  g_assert_null (kaged_message_row_get_profile_id (f->row));
 
   kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);
   iterate ();

@@ -926,6 +926,13 @@ test_narrow (Fixture       *fixture,
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
 
+  /* A first start shows what to do, not an empty list of conversations. */
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_cmpstr (gtk_stack_get_visible_child_name (child (fixture, "content_stack")), ==, "empty");
+  g_assert_true (gtk_widget_get_mapped (child (fixture, "empty_page")));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+
   /* New Conversation leads from the sidebar to the composer. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");

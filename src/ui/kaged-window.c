@@ -864,5 +864,9 @@ kaged_window_set_core (KagedWindow *self,
       session_id = kaged_session_get_id (newest);
     }
 
+  /* With no conversation yet, a folded window opens on what to do. */
+  if (session_id == 0)
+    adw_leaflet_set_visible_child_name (self->leaflet, "content");
+
   kaged_window_show_session (self, session_id);
 }

@@ -954,6 +954,11 @@ test_narrow (Fixture       *fixture,
 
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+
+  /* A wide window keeps room for the model's name (16 characters and more). */
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
 }
 
 /* Renamed in place: F2 puts the title in an entry; Enter keeps it. */

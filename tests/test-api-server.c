@@ -200,6 +200,15 @@ test_event_stream_slow_client (Fixture       *fixture,
   gint64 session_id;
   guint n_posts = 0;
 
+  /* Under valgrind the stalled client has not read the final event within
+   * the wait (see tests/RELIABILITY.md); the plain and sanitized suites run
+   * this check. */
+  if (g_getenv ("KAGED_TEST_VALGRIND") != NULL)
+    {
+      g_test_skip ("The stalled client's last event is not read in time under valgrind");
+      return;
+    }
+
   fixture_serve_in_process (fixture);
   g_object_set (fixture->server, "max-stream-backlog", (guint64) backlog, NULL);
   g_assert_true (kaged_api_server_listen_address (fixture->server, "127.0.0.1", 0, &error));

@@ -434,6 +434,7 @@ typedef struct
   GtkWindow *window;
   KagedMessageRow *row;
   GSimpleActionGroup *actions;
+  GSimpleActionGroup *app_actions;
   GPtrArray *activated;
 } RowFixture;
 
@@ -444,9 +445,16 @@ record_action (GSimpleAction *action,
 {
   RowFixture *f = user_data;
 
-  g_ptr_array_add (f->activated,
-                   g_strdup_printf ("%s %" G_GINT64_FORMAT, g_action_get_name (G_ACTION (action)),
-                                    g_variant_get_int64 (parameter)));
+  if (parameter == NULL)
+    g_ptr_array_add (f->activated, g_strdup (g_action_get_name (G_ACTION (action))));
+  else if (g_variant_is_of_type (parameter, G_VARIANT_TYPE_STRING))
+    g_ptr_array_add (f->activated,
+                     g_strdup_printf ("%s %s", g_action_get_name (G_ACTION (action)),
+                                      g_variant_get_string (parameter, NULL)));
+  else
+    g_ptr_array_add (f->activated,
+                     g_strdup_printf ("%s %" G_GINT64_FORMAT, g_action_get_name (G_ACTION (action)),
+                                      g_variant_get_int64 (parameter)));
 }
 
 static void
@@ -458,6 +466,10 @@ row_fixture_set_up (RowFixture    *f,
     { "edit", record_action, "x", NULL, NULL, { 0 } },
     { "show-version", record_action, "x", NULL, NULL, { 0 } },
   };
+  static const GActionEntry app_entries[] = {
+    { "preferences", record_action, NULL, NULL, NULL, { 0 } },
+    { "preferences-profile", record_action, "s", NULL, NULL, { 0 } },
+  };
 
   f->row = KAGED_MESSAGE_ROW (kaged_message_row_new ());
   f->window = show_in_window (GTK_WIDGET (f->row));
@@ -467,6 +479,10 @@ row_fixture_set_up (RowFixture    *f,
   f->actions = g_simple_action_group_new ();
   g_action_map_add_action_entries (G_ACTION_MAP (f->actions), entries, G_N_ELEMENTS (entries), f);
   gtk_widget_insert_action_group (GTK_WIDGET (f->window), "message", G_ACTION_GROUP (f->actions));
+  f->app_actions = g_simple_action_group_new ();
+  g_action_map_add_action_entries (G_ACTION_MAP (f->app_actions), app_entries,
+                                   G_N_ELEMENTS (app_entries), f);
+  gtk_widget_insert_action_group (GTK_WIDGET (f->window), "app", G_ACTION_GROUP (f->app_actions));
 }
 
 static void
@@ -475,6 +491,7 @@ row_fixture_tear_down (RowFixture    *f,
 {
   gtk_window_destroy (f->window);
   g_clear_object (&f->actions);
+  g_clear_object (&f->app_actions);
   g_clear_pointer (&f->activated, g_ptr_array_unref);
   iterate ();
 }
@@ -662,6 +679,29 @@ test_row_statuses (RowFixture    *f,
   iterate ();
   g_assert_nonnull (shown_label (row, "No API key was found for this provider"));
   g_assert_true (shown (button (row, "Open Preferences")));
+
+  /* Knowing the conversation's profile, it opens the preferences at that
+   * profile's page. */
+  kaged_message_row_set_profile_id (f->row, "profile-7");
+  iterate ();
+  g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (button (row, "Open Preferences"))), ==,
+                   "app.preferences-profile");
+  g_assert_cmpstr (g_variant_get_string (gtk_actionable_get_action_target_value (
+                     GTK_ACTIONABLE (button (row, "Open Preferences"))), NULL), ==, "profile-7");
+  g_assert_cmpstr (kaged_message_row_get_profile_id (f->row), ==, "profile-7");
+  g_signal_emit_by_name (button (row, "Open Preferences"), "clicked");
+  iterate ();
+  g_assert_cmpuint (f->activated->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "preferences-profile profile-7");
+
+  /* A profile from the command line has no page: the general preferences. */
+  kaged_message_row_set_profile_id (f->row, "");
+  iterate ();
+  g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (button (row, "Open Preferences"))), ==,
+                   "app.preferences");
+  g_assert_null (gtk_actionable_get_action_target_value (GTK_ACTIONABLE (button (row, "Open Preferences"))));
+  kaged_message_row_set_profile_id (f->row, NULL);
+  g_assert_null (kaged_message_row_get_profile_id (f->row));
 
   kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);
   iterate ();
@@ -960,6 +1000,89 @@ test_markdown_long_paragraph (void)
   g_assert_true (gtk_widget_get_mapped (label));
   g_assert_cmpint (min_width (label), >=, 100);
   gtk_window_destroy (window);
+}
+
+/* --- how often the operator's text is laid out --------------------------------------- */
+
+static GtkWidget *counted_label;
+static guint n_width_for_height;
+static void (*label_measure) (GtkWidget      *widget,
+                              GtkOrientation  orientation,
+                              int             for_size,
+                              int            *minimum,
+                              int            *natural,
+                              int            *minimum_baseline,
+                              int            *natural_baseline);
+
+/* GtkLabel's measure, counting the times @counted_label is asked how wide
+ * it must be to fit a height: to answer, GTK lays the whole text out again
+ * and again at widths it narrows down. */
+static void
+counting_label_measure (GtkWidget      *widget,
+                        GtkOrientation  orientation,
+                        int             for_size,
+                        int            *minimum,
+                        int            *natural,
+                        int            *minimum_baseline,
+                        int            *natural_baseline)
+{
+  if (widget == counted_label && orientation == GTK_ORIENTATION_HORIZONTAL && for_size >= 0)
+    n_width_for_height++;
+
+  label_measure (widget, orientation, for_size, minimum, natural, minimum_baseline,
+                 natural_baseline);
+}
+
+/* A long message of the operator is laid out for the width the list gives
+ * its row, never searched for the width that fits some height: with a list
+ * of such rows that search made a long conversation take seconds to open. */
+static void
+test_row_operator_long_text_layout (void)
+{
+  static const int widths[] = { 600, 420, 300 };
+  GtkWidgetClass *label_class = g_type_class_ref (GTK_TYPE_LABEL);
+  KagedMessageRow *row = KAGED_MESSAGE_ROW (kaged_message_row_new ());
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(KagedMessage) message = NULL;
+  GtkWindow *window;
+  int previous = G_MAXINT;
+
+  while (text->len < 2000)
+    g_string_append (text, "a of it to in is an ");
+  message = new_message (7, KAGED_MESSAGE_ROLE_OPERATOR, text->str, KAGED_MESSAGE_STATUS_NONE);
+
+  window = show_in_window (GTK_WIDGET (row));
+  kaged_message_row_set_message (row, message);
+  iterate ();
+  counted_label = GTK_WIDGET (gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
+                                                             "operator_label"));
+  g_assert_true (gtk_widget_get_mapped (counted_label));
+
+  /* As a list view asks each row: its height for the list's width. */
+  n_width_for_height = 0;
+  label_measure = label_class->measure;
+  label_class->measure = counting_label_measure;
+  for (guint i = 0; i < G_N_ELEMENTS (widths); i++)
+    {
+      int height = 0;
+
+      gtk_widget_queue_resize (counted_label);
+      gtk_widget_measure (GTK_WIDGET (row), GTK_ORIENTATION_VERTICAL, widths[i],
+                          &height, NULL, NULL, NULL);
+      /* Narrower, taller: the text wraps to the width. */
+      g_assert_cmpint (height, >, 100);
+      g_assert_cmpint (height, <, G_MAXINT);
+      if (i > 0)
+        g_assert_cmpint (height, >, previous);
+      previous = height;
+    }
+  label_class->measure = label_measure;
+  counted_label = NULL;
+
+  g_assert_cmpuint (n_width_for_height, ==, 0);
+
+  gtk_window_destroy (window);
+  g_type_class_unref (label_class);
 }
 
 static guint
@@ -1355,6 +1478,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/long-paragraph", test_markdown_long_paragraph);
   g_test_add_func ("/markdown-view/long-reply-drawn-in-part", test_markdown_long_reply_drawn_in_part);
   g_test_add_func ("/markdown-view/long-reply-grows-at-end", test_markdown_long_reply_grows_at_end);
+  g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);

@@ -15,6 +15,7 @@
 #include "kaged-composer.h"
 #include "kaged-conversation.h"
 #include "kaged-conversation-private.h"
+#include "kaged-core-settings.h"
 #include "kaged-desktop.h"
 #include "kaged-fake-server.h"
 #include "kaged-message-row.h"
@@ -43,6 +44,7 @@ typedef struct
 
 static GtkApplication *the_application;
 static guint n_preferences_opened;
+static char *preferences_profile_opened;
 
 static void
 preferences_cb (GSimpleAction *action,
@@ -50,6 +52,15 @@ preferences_cb (GSimpleAction *action,
                 gpointer       user_data)
 {
   n_preferences_opened++;
+}
+
+static void
+preferences_profile_cb (GSimpleAction *action,
+                        GVariant      *parameter,
+                        gpointer       user_data)
+{
+  g_free (preferences_profile_opened);
+  preferences_profile_opened = g_variant_dup_string (parameter, NULL);
 }
 
 static void
@@ -111,6 +122,7 @@ fixture_set_up (Fixture       *fixture,
     {
       static const GActionEntry app_entries[] = {
         { "preferences", preferences_cb, NULL, NULL, NULL, { 0 } },
+        { "preferences-profile", preferences_profile_cb, "s", NULL, NULL, { 0 } },
       };
 
       the_application = gtk_application_new ("io.github.kaged.Kaged.WindowTest",
@@ -768,14 +780,16 @@ button_shown (Fixture       *fixture,
 }
 
 /* A key the provider refuses: the reply says so, nothing is retried, and
- * Open Preferences opens the preferences. */
+ * Open Preferences opens the preferences at the conversation's profile. */
 static void
 test_auth_failed_offers_preferences (Fixture       *fixture,
                                      gconstpointer  data)
 {
   GtkWidget *button;
   guint before = n_preferences_opened;
+  g_autoptr(KagedProfile) profile = NULL;
 
+  g_clear_pointer (&preferences_profile_opened, g_free);
   send (fixture, "Hello?");
   g_assert_true (wait_for (fixture, reply_on_screen, "The provider did not accept the API key"));
   g_assert_cmpint (kaged_message_get_retry_class (shown_message (fixture, 1)), ==,
@@ -786,7 +800,13 @@ test_auth_failed_offers_preferences (Fixture       *fixture,
   button = find_button_labelled (child (fixture, "message_view"), "Open Preferences");
   g_assert_true (gtk_widget_is_sensitive (button));
   g_signal_emit_by_name (button, "clicked");
-  g_assert_cmpuint (n_preferences_opened, ==, before + 1);
+  profile = kaged_core_dup_session_profile (fixture->core,
+                                            kaged_message_get_session_id (shown_message (fixture, 1)),
+                                            NULL);
+  g_assert_nonnull (profile);
+  g_assert_cmpstr (kaged_profile_get_id (profile), !=, "");
+  g_assert_cmpstr (preferences_profile_opened, ==, kaged_profile_get_id (profile));
+  g_assert_cmpuint (n_preferences_opened, ==, before);
 }
 
 static gboolean
@@ -901,6 +921,7 @@ test_narrow (Fixture       *fixture,
 {
   AdwLeaflet *leaflet = child (fixture, "leaflet");
   GtkListView *sessions = child (fixture, "session_view");
+  int minimum = 0;
 
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
@@ -912,6 +933,11 @@ test_narrow (Fixture       *fixture,
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
   g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+
+  /* Everything on the conversation's page, its header too, fits in 360 px. */
+  gtk_widget_measure (GTK_WIDGET (leaflet), GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  g_assert_cmpint (minimum, <=, 360);
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (leaflet)), <=, 360);
 
   /* Back to the conversations, and into one again. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));

@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
 
 #include "kaged-markdown-view.h"
@@ -38,7 +39,8 @@
  * the message id (`x`) as parameter: `message.regenerate` (on a reply),
  * `message.edit` (on an operator message) and `message.show-version` (after
  * the pager showed another version). *Open Preferences* activates
- * `app.preferences`.
+ * `app.preferences-profile` with #KagedMessageRow:profile-id, or
+ * `app.preferences` when the reply's profile has no page of its own.
  */
 struct _KagedMessageRow
 {
@@ -48,6 +50,7 @@ struct _KagedMessageRow
   GListModel *versions;
   KagedRun *run;
   char *provider_name;
+  char *profile_id;
   char *model_name;
   guint queued : 1;
 
@@ -66,7 +69,7 @@ struct _KagedMessageRow
   GtkLabel *author_label;
   GtkSpinner *status_spinner;
   GtkLabel *status_label;
-  GtkBox *bubble;
+  AdwBin *bubble;
   GtkLabel *operator_label;
   KagedMarkdownView *markdown_view;
   GtkBox *error_box;
@@ -93,6 +96,7 @@ enum {
   PROP_VERSIONS,
   PROP_RUN,
   PROP_PROVIDER_NAME,
+  PROP_PROFILE_ID,
   PROP_MODEL_NAME,
   PROP_QUEUED,
   N_PROPS
@@ -665,6 +669,7 @@ kaged_message_row_finalize (GObject *object)
   KagedMessageRow *self = (KagedMessageRow *)object;
 
   g_clear_pointer (&self->provider_name, g_free);
+  g_clear_pointer (&self->profile_id, g_free);
   g_clear_pointer (&self->model_name, g_free);
 
   G_OBJECT_CLASS (kaged_message_row_parent_class)->finalize (object);
@@ -694,6 +699,10 @@ kaged_message_row_get_property (GObject    *object,
 
     case PROP_PROVIDER_NAME:
       g_value_set_string (value, self->provider_name);
+      break;
+
+    case PROP_PROFILE_ID:
+      g_value_set_string (value, self->profile_id);
       break;
 
     case PROP_MODEL_NAME:
@@ -733,6 +742,10 @@ kaged_message_row_set_property (GObject      *object,
 
     case PROP_PROVIDER_NAME:
       kaged_message_row_set_provider_name (self, g_value_get_string (value));
+      break;
+
+    case PROP_PROFILE_ID:
+      kaged_message_row_set_profile_id (self, g_value_get_string (value));
       break;
 
     case PROP_MODEL_NAME:
@@ -818,6 +831,19 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
    */
   properties [PROP_PROVIDER_NAME] =
     g_param_spec_string ("provider-name", NULL, NULL,
+                         NULL,
+                         (G_PARAM_READWRITE |
+                          G_PARAM_EXPLICIT_NOTIFY |
+                          G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedMessageRow:profile-id:
+   *
+   * The id of the profile the reply went through; *Open Preferences* shows
+   * its page.
+   */
+  properties [PROP_PROFILE_ID] =
+    g_param_spec_string ("profile-id", NULL, NULL,
                          NULL,
                          (G_PARAM_READWRITE |
                           G_PARAM_EXPLICIT_NOTIFY |
@@ -1049,6 +1075,52 @@ kaged_message_row_set_provider_name (KagedMessageRow *self,
   g_free (self->provider_name);
   self->provider_name = g_strdup (provider_name);
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROVIDER_NAME]);
+}
+
+const char *
+kaged_message_row_get_profile_id (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), NULL);
+
+  return self->profile_id;
+}
+
+/**
+ * kaged_message_row_set_profile_id:
+ * @self: a #KagedMessageRow
+ * @profile_id: (nullable): the id of the profile the reply went through
+ *
+ * Sets the profile whose page *Open Preferences* shows. %NULL or an empty
+ * id (a profile given on the command line) opens the general preferences.
+ */
+void
+kaged_message_row_set_profile_id (KagedMessageRow *self,
+                                  const char      *profile_id)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  if (g_strcmp0 (self->profile_id, profile_id) == 0)
+    return;
+
+  g_free (self->profile_id);
+  self->profile_id = g_strdup (profile_id);
+
+  /* The button never carries a target its action does not take. */
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->preferences_button), NULL);
+  if (profile_id != NULL && profile_id[0] != '\0')
+    {
+      gtk_actionable_set_action_target_value (GTK_ACTIONABLE (self->preferences_button),
+                                              g_variant_new_string (profile_id));
+      gtk_actionable_set_action_name (GTK_ACTIONABLE (self->preferences_button),
+                                      "app.preferences-profile");
+    }
+  else
+    {
+      gtk_actionable_set_action_target_value (GTK_ACTIONABLE (self->preferences_button), NULL);
+      gtk_actionable_set_action_name (GTK_ACTIONABLE (self->preferences_button), "app.preferences");
+    }
+
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROFILE_ID]);
 }
 
 const char *

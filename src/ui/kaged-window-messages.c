@@ -422,6 +422,8 @@ message_bind_cb (GtkSignalListItemFactory *factory,
     {
       g_autoptr(GListModel) versions = list_versions (self, message);
       g_autoptr(KagedRun) run = NULL;
+      g_autoptr(KagedProfile) conversation_profile = NULL;
+      g_autofree char *run_profile_id = NULL;
       g_autofree char *run_profile = NULL;
       g_autofree char *run_model = NULL;
 
@@ -434,8 +436,8 @@ message_bind_cb (GtkSignalListItemFactory *factory,
 
       /* The profile and model the run went through, once it recorded them. */
       if (run != NULL)
-        kaged_core_get_run_model (self->core, kaged_run_get_id (run), NULL, &run_profile,
-                                  &run_model, NULL);
+        kaged_core_get_run_model (self->core, kaged_run_get_id (run), &run_profile_id,
+                                  &run_profile, &run_model, NULL);
       if (run_model != NULL)
         {
           kaged_message_row_set_provider_name (row, run_profile);
@@ -460,6 +462,18 @@ message_bind_cb (GtkSignalListItemFactory *factory,
           kaged_message_row_set_provider_name (row, NULL);
           kaged_message_row_set_model_name (row, NULL);
         }
+
+      /* Open Preferences shows the page of the profile the reply went
+       * through, or, before it recorded one, the conversation's. */
+      if (run_profile_id == NULL)
+        {
+          conversation_profile = kaged_core_dup_session_profile (self->core,
+                                                                 kaged_message_get_session_id (message),
+                                                                 NULL);
+          if (conversation_profile != NULL)
+            run_profile_id = g_strdup (kaged_profile_get_id (conversation_profile));
+        }
+      kaged_message_row_set_profile_id (row, run_profile_id);
     }
 }
 

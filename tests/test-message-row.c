@@ -1058,7 +1058,8 @@ test_row_operator_long_text_layout (void)
                                                              "operator_label"));
   g_assert_true (gtk_widget_get_mapped (counted_label));
 
-  /* As a list view asks each row: its height for the list's width. */
+  /* As a list view asks each row: its height for the list's width; then
+   * it gives the row that size. */
   n_width_for_height = 0;
   label_measure = label_class->measure;
   label_class->measure = counting_label_measure;
@@ -1075,6 +1076,10 @@ test_row_operator_long_text_layout (void)
       if (i > 0)
         g_assert_cmpint (height, >, previous);
       previous = height;
+
+      /* And given that size. */
+      gtk_widget_size_allocate (GTK_WIDGET (row),
+                                &(GtkAllocation) { 0, 0, widths[i], height }, -1);
     }
   label_class->measure = label_measure;
   counted_label = NULL;

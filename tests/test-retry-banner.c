@@ -549,6 +549,16 @@ test_rebind (Fixture       *f,
   g_assert_cmpuint (f->dispatcher->n_regenerate, ==, 1);
 }
 
+static int
+minimum_width (GtkWidget *widget)
+{
+  int minimum = 0;
+
+  gtk_widget_measure (widget, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+
+  return minimum;
+}
+
 /* On a narrow window the buttons go under the words, and only one
  * arrangement is ever shown. */
 static void
@@ -578,6 +588,15 @@ test_narrow (Fixture       *f,
   g_assert_false (gtk_widget_get_mapped (wide_status));
   g_assert_true (gtk_widget_get_mapped (narrow_status));
   g_assert_cmpstr (gtk_label_get_label (GTK_LABEL (narrow_status)), ==, "Retrying in 2 s");
+
+  /* It fits the narrowest window, with a long countdown too. */
+  g_assert_cmpint (minimum_width (GTK_WIDGET (banner)), <=, 360);
+  advance (f, 100);
+  fail_run (f, 2, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, START_WALL_MS + 299 * 1000, NULL);
+  advance (f, 100);
+  g_assert_true (gtk_widget_get_mapped (narrow_status));
+  g_assert_cmpint (minimum_width (GTK_WIDGET (banner)), <=, 360);
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (narrow)), <=, 360);
 
   gtk_window_destroy (narrow);
   iterate ();

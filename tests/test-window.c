@@ -926,6 +926,13 @@ test_narrow (Fixture       *fixture,
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
 
+  /* A first start shows what to do, not an empty list of conversations. */
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_cmpstr (gtk_stack_get_visible_child_name (child (fixture, "content_stack")), ==, "empty");
+  g_assert_true (gtk_widget_get_mapped (child (fixture, "empty_page")));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+
   /* New Conversation leads from the sidebar to the composer. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
@@ -947,6 +954,11 @@ test_narrow (Fixture       *fixture,
 
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+
+  /* A wide window keeps room for the model's name (16 characters and more). */
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
 }
 
 /* Renamed in place: F2 puts the title in an entry; Enter keeps it. */

@@ -610,6 +610,74 @@ show_details_action (GtkWidget  *widget,
 
 /* --- the widget -------------------------------------------------------------------- */
 
+/*
+ * The operator's bubble: as wide as its text up to the row's width, at the
+ * row's end. GTK would place a label aligned to the end itself by asking
+ * how wide it must be at its height, which it answers by laying the whole
+ * text out again at widths it narrows down, for every row at every
+ * allocation; this asks only for its widths and its height at a width.
+ */
+static GtkSizeRequestMode
+bubble_request_mode (GtkWidget *widget)
+{
+  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
+}
+
+static int
+bubble_width (GtkWidget *child,
+              int        available)
+{
+  int minimum = 0;
+  int natural = 0;
+
+  gtk_widget_measure (child, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, &natural, NULL, NULL);
+
+  return available < 0 ? natural : MAX (MIN (natural, available), MIN (minimum, available));
+}
+
+static void
+bubble_measure (GtkWidget      *widget,
+                GtkOrientation  orientation,
+                int             for_size,
+                int            *minimum,
+                int            *natural,
+                int            *minimum_baseline,
+                int            *natural_baseline)
+{
+  GtkWidget *child = gtk_widget_get_first_child (widget);
+
+  *minimum = *natural = 0;
+  if (child == NULL || !gtk_widget_should_layout (child))
+    return;
+
+  /* Never wider than its text's natural width: at most that tall. */
+  if (orientation == GTK_ORIENTATION_HORIZONTAL)
+    gtk_widget_measure (child, orientation, -1, minimum, natural, NULL, NULL);
+  else
+    gtk_widget_measure (child, orientation, bubble_width (child, for_size),
+                        minimum, natural, NULL, NULL);
+}
+
+static void
+bubble_allocate (GtkWidget *widget,
+                 int        width,
+                 int        height,
+                 int        baseline)
+{
+  GtkWidget *child = gtk_widget_get_first_child (widget);
+  int child_width;
+
+  if (child == NULL || !gtk_widget_should_layout (child))
+    return;
+
+  child_width = bubble_width (child, width);
+  gtk_widget_size_allocate (child,
+                            &(GtkAllocation) {
+                              gtk_widget_get_direction (widget) == GTK_TEXT_DIR_RTL ? 0 : width - child_width,
+                              0, child_width, height
+                            }, -1);
+}
+
 static void
 kaged_message_row_size_allocate (GtkWidget *widget,
                                  int        width,
@@ -915,6 +983,9 @@ static void
 kaged_message_row_init (KagedMessageRow *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
+  gtk_widget_set_layout_manager (GTK_WIDGET (self->bubble),
+                                 gtk_custom_layout_new (bubble_request_mode, bubble_measure,
+                                                        bubble_allocate));
 
   gtk_widget_set_parent (GTK_WIDGET (self->details_popover), GTK_WIDGET (self));
 

@@ -674,3 +674,20 @@ kaged_model_chooser_get_label (KagedModelChooser *self)
 
   return gtk_label_get_label (self->button_label);
 }
+
+/**
+ * kaged_model_chooser_set_narrow:
+ * @self: a #KagedModelChooser
+ * @narrow: whether the header it sits in is narrow
+ *
+ * In a narrow header the button's label gives up its room first, down to a
+ * few letters; otherwise it keeps room for a name of 16 characters.
+ */
+void
+kaged_model_chooser_set_narrow (KagedModelChooser *self,
+                                gboolean           narrow)
+{
+  g_return_if_fail (KAGED_IS_MODEL_CHOOSER (self));
+
+  gtk_label_set_width_chars (self->button_label, narrow ? 4 : 16);
+}

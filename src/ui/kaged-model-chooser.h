@@ -16,6 +16,8 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (KagedModelChooser, kaged_model_chooser, KAGED, MODEL_CHOOSER, GtkWidget)
 
 GtkWidget  *kaged_model_chooser_new         (void);
+void        kaged_model_chooser_set_narrow  (KagedModelChooser *self,
+                                             gboolean           narrow);
 void        kaged_model_chooser_set_core    (KagedModelChooser *self,
                                              KagedCore         *core);
 void        kaged_model_chooser_set_session (KagedModelChooser *self,

@@ -509,6 +509,9 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_widget_set_margin_start (row, 6);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (build_status (narrow, "-narrow")));
   gtk_widget_set_hexpand (GTK_WIDGET (narrow->status_label), TRUE);
+  /* On a phone a long countdown takes two lines beside the buttons. */
+  gtk_label_set_wrap (narrow->status_label, TRUE);
+  gtk_label_set_wrap_mode (narrow->status_label, PANGO_WRAP_WORD_CHAR);
   append_buttons (GTK_BOX (row), "-narrow");
   gtk_box_append (GTK_BOX (box), row);
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);

@@ -552,6 +552,24 @@ new_conversation_action (GtkWidget  *widget,
   kaged_composer_focus (self->composer);
 }
 
+/* Below this width the model button's label gives up its room first, so
+ * that the conversation's header fits a phone. The window's size, unlike
+ * the leaflet's folding, does not change with the label's. */
+#define NARROW_HEADER_WIDTH 500
+
+static void
+default_width_cb (KagedWindow *self)
+{
+  int width = 0;
+  int height = 0;
+
+  if (self->model_chooser == NULL)
+    return;
+
+  gtk_window_get_default_size (GTK_WINDOW (self), &width, &height);
+  kaged_model_chooser_set_narrow (self->model_chooser, width > 0 && width < NARROW_HEADER_WIDTH);
+}
+
 static void
 show_sidebar_action (GtkWidget  *widget,
                      const char *action_name,
@@ -746,6 +764,7 @@ kaged_window_init (KagedWindow *self)
   GtkAdjustment *vadjustment;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 
 #if DEVELOPMENT_BUILD
   gtk_widget_add_css_class (GTK_WIDGET (self), "devel");
@@ -863,6 +882,10 @@ kaged_window_set_core (KagedWindow *self,
 
       session_id = kaged_session_get_id (newest);
     }
+
+  /* With no conversation yet, a folded window opens on what to do. */
+  if (session_id == 0)
+    adw_leaflet_set_visible_child_name (self->leaflet, "content");
 
   kaged_window_show_session (self, session_id);
 }

@@ -1312,6 +1312,67 @@ count_children (GtkWidget *widget)
  * built, measured nor laid out again: the view goes through a few groups
  * of them and the blocks still open, not through every block. */
 static void
+collect_labels (GtkWidget *widget,
+                GPtrArray *labels)
+{
+  if (GTK_IS_LABEL (widget))
+    {
+      g_ptr_array_add (labels, widget);
+      return;
+    }
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    collect_labels (child, labels);
+}
+
+/* The finished blocks of a long reply, gathered into groups, take the
+ * height their wrapped text needs at the view's width: no paragraph is
+ * drawn over the next, however narrow the window. */
+static void
+test_markdown_long_reply_wraps_in_groups (void)
+{
+  GtkWidget *view = kaged_markdown_view_new ();
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GPtrArray) labels = g_ptr_array_new ();
+  GtkWindow *window;
+  int wrapped = 0;
+
+  for (guint i = 0; i < 60; i++)
+    g_string_append_printf (text, "Paragraph %u says a good deal more than fits on one line of "
+                            "a narrow window, so that its words wrap onto several lines.\n\n", i);
+  g_string_append (text, "Growing");
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  window = show_in_window (scroller);
+  gtk_window_set_default_size (window, 300, 480);
+  gtk_window_set_focus (window, NULL);
+  run_frames (window, 3);
+  g_assert_cmpint (gtk_widget_get_width (view), <=, 300);
+  g_assert_cmpuint (kaged_markdown_view_get_group_layouts (KAGED_MARKDOWN_VIEW (view)), >, 0);
+
+  collect_labels (view, labels);
+  g_assert_cmpuint (labels->len, ==, 61);
+  for (guint i = 1; i < labels->len; i++)
+    {
+      graphene_rect_t above, below;
+
+      g_assert_true (gtk_widget_compute_bounds (g_ptr_array_index (labels, i - 1), view, &above));
+      g_assert_true (gtk_widget_compute_bounds (g_ptr_array_index (labels, i), view, &below));
+      if (above.size.height > 2 * gtk_widget_get_height (g_ptr_array_index (labels, labels->len - 1)))
+        wrapped++;
+      g_assert_cmpfloat (below.origin.y, >=, above.origin.y + above.size.height);
+    }
+  /* The paragraphs did wrap, or the check above proves nothing. */
+  g_assert_cmpint (wrapped, >, 50);
+
+  gtk_window_destroy (window);
+}
+
+static void
 test_markdown_long_reply_grows_at_end (void)
 {
   GtkWidget *view = kaged_markdown_view_new ();
@@ -1561,6 +1622,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/long-paragraph", test_markdown_long_paragraph);
   g_test_add_func ("/markdown-view/long-reply-drawn-in-part", test_markdown_long_reply_drawn_in_part);
   g_test_add_func ("/markdown-view/long-reply-grows-at-end", test_markdown_long_reply_grows_at_end);
+  g_test_add_func ("/markdown-view/long-reply-wraps-in-groups", test_markdown_long_reply_wraps_in_groups);
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);

@@ -592,6 +592,14 @@ kaged_markdown_group_size_allocate (GtkWidget *widget,
     }
 }
 
+/* Wrapped paragraphs are taller when narrower: the group's height depends
+ * on the width it is given, as its blocks' do. */
+static GtkSizeRequestMode
+kaged_markdown_group_get_request_mode (GtkWidget *widget)
+{
+  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
+}
+
 static void
 kaged_markdown_group_dispose (GObject *object)
 {
@@ -610,6 +618,7 @@ kaged_markdown_group_class_init (KagedMarkdownGroupClass *klass)
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
 
   object_class->dispose = kaged_markdown_group_dispose;
+  widget_class->get_request_mode = kaged_markdown_group_get_request_mode;
   widget_class->measure = kaged_markdown_group_measure;
   widget_class->size_allocate = kaged_markdown_group_size_allocate;
 }

@@ -637,6 +637,84 @@ test_row_description_while_streaming (RowFixture    *f,
   g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, "One two three four");
 }
 
+/* How long a streaming reply waits between changes on screen: 20 a second
+ * while they are cheap, a tenth of the time when they cost more, never
+ * less than twice a second. */
+static void
+test_row_streaming_interval_rule (void)
+{
+  g_assert_cmpint (kaged_message_row_streaming_interval (0), ==, 50 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (kaged_message_row_streaming_interval (-3), ==, 50 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (kaged_message_row_streaming_interval (G_TIME_SPAN_MILLISECOND), ==,
+                   50 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (kaged_message_row_streaming_interval (5 * G_TIME_SPAN_MILLISECOND), ==,
+                   50 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (kaged_message_row_streaming_interval (8 * G_TIME_SPAN_MILLISECOND), ==,
+                   80 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (kaged_message_row_streaming_interval (30 * G_TIME_SPAN_MILLISECOND), ==,
+                   300 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (kaged_message_row_streaming_interval (2 * G_USEC_PER_SEC), ==,
+                   500 * G_TIME_SPAN_MILLISECOND);
+}
+
+/* A streaming reply whose changes are costly to show (here thousands of
+ * paragraphs appearing at once) shows the next change later, so the window
+ * keeps most of its time for everything else; a new message starts again
+ * at 20 changes a second. */
+static void
+test_row_streaming_interval (RowFixture    *f,
+                             gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (12, KAGED_MESSAGE_ROLE_AGENT, "Start",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedMessage) other = new_message (13, KAGED_MESSAGE_ROLE_AGENT, "Other",
+                                               KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(GString) text = g_string_new ("Start");
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 deadline, interval, changed_at, first_shown_at;
+
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_cmpint (kaged_message_row_get_streaming_interval (f->row), ==,
+                   50 * G_TIME_SPAN_MILLISECOND);
+
+  for (guint i = 0; i < 3000; i++)
+    g_string_append_printf (text, "\n\nParagraph %u with **some** `code` and words.", i);
+  kaged_message_set_content (message, text->str);
+
+  /* Shown in a frame; once that frame is painted the wait follows its cost. */
+  deadline = g_get_monotonic_time () + kaged_test_usec (20 * G_USEC_PER_SEC);
+  while (g_strcmp0 (kaged_markdown_view_get_text (markdown_view_of (row)), text->str) != 0 &&
+         g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, text->str);
+  first_shown_at = g_get_monotonic_time ();
+  while (kaged_message_row_get_streaming_interval (f->row) == 50 * G_TIME_SPAN_MILLISECOND &&
+         g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  interval = kaged_message_row_get_streaming_interval (f->row);
+  g_assert_cmpint (interval, >, 50 * G_TIME_SPAN_MILLISECOND);
+  g_assert_cmpint (interval, <=, 500 * G_TIME_SPAN_MILLISECOND);
+
+  /* The next change waits that long after the last one was shown. */
+  g_string_append (text, " More.");
+  changed_at = g_get_monotonic_time ();
+  kaged_message_set_content (message, text->str);
+  while (g_strcmp0 (kaged_markdown_view_get_text (markdown_view_of (row)), text->str) != 0 &&
+         g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_cmpstr (kaged_markdown_view_get_text (markdown_view_of (row)), ==, text->str);
+  g_assert_cmpint (g_get_monotonic_time () - MIN (changed_at, first_shown_at), >=,
+                   interval - 2 * G_TIME_SPAN_MILLISECOND);
+
+  kaged_message_row_set_message (f->row, other);
+  g_assert_cmpint (kaged_message_row_get_streaming_interval (f->row), ==,
+                   50 * G_TIME_SPAN_MILLISECOND);
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  kaged_message_set_status (other, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+}
+
 static void
 test_row_statuses (RowFixture    *f,
                    gconstpointer  data)
@@ -1497,6 +1575,8 @@ main (int   argc,
   ROW_TEST ("/message-row/statuses", test_row_statuses);
   ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/spinner", test_row_spinner);
+  ROW_TEST ("/message-row/streaming-interval", test_row_streaming_interval);
+  g_test_add_func ("/message-row/streaming-interval-rule", test_row_streaming_interval_rule);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
   ROW_TEST ("/message-row/pager", test_row_pager);

@@ -16,8 +16,11 @@
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define DESCRIPTION_INTERVAL_MS 500
-/* A streaming reply on screen changes at most this often. */
-#define STREAMING_INTERVAL_US (50 * G_TIME_SPAN_MILLISECOND)
+/* A streaming reply on screen changes at most this often, and less often
+ * when showing a change costs more: a change may take a tenth of the time. */
+#define STREAMING_INTERVAL_MIN_US (50 * G_TIME_SPAN_MILLISECOND)
+#define STREAMING_INTERVAL_MAX_US (500 * G_TIME_SPAN_MILLISECOND)
+#define STREAMING_COST_SHARE 10
 /* While words arrive they show the reply is being written; the spinner
  * turns when none came for this long. */
 #define SPINNER_PAUSE_MS 1000
@@ -62,6 +65,10 @@ struct _KagedMessageRow
   guint content_tick;
   guint content_source;
   gint64 content_shown_at;
+  gint64 streaming_interval;
+  gint64 update_started_at;
+  GdkFrameClock *update_clock;
+  gulong update_painted_id;
   guint spinner_source;
 
   /* Template children */
@@ -362,6 +369,65 @@ show_content (KagedMessageRow *self)
     }
 }
 
+/**
+ * kaged_message_row_streaming_interval:
+ * @update_cost: how long showing the last change of a streaming reply took,
+ *   from parsing its Markdown to the end of the frame that painted it, in
+ *   microseconds
+ *
+ * How long a streaming reply waits before it shows its next change: 50 ms
+ * (20 changes a second) while changes are cheap, ten times the cost of the
+ * last one when that is more, up to half a second. A long reply with many
+ * blocks then keeps the main thread free nine tenths of the time however
+ * slow the machine, and its words still appear several times a second.
+ *
+ * Returns: the wait, in microseconds
+ */
+gint64
+kaged_message_row_streaming_interval (gint64 update_cost)
+{
+  if (update_cost <= 0)
+    return STREAMING_INTERVAL_MIN_US;
+
+  return CLAMP (update_cost * STREAMING_COST_SHARE,
+                STREAMING_INTERVAL_MIN_US, STREAMING_INTERVAL_MAX_US);
+}
+
+/**
+ * kaged_message_row_get_streaming_interval:
+ * @self: a #KagedMessageRow
+ *
+ * How long @self now waits between two changes of its streaming reply on
+ * screen (see kaged_message_row_streaming_interval()).
+ *
+ * Returns: the wait, in microseconds
+ */
+gint64
+kaged_message_row_get_streaming_interval (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), 0);
+
+  return self->streaming_interval;
+}
+
+static void
+forget_update_clock (KagedMessageRow *self)
+{
+  if (self->update_clock != NULL)
+    g_clear_signal_handler (&self->update_painted_id, self->update_clock);
+  g_clear_object (&self->update_clock);
+}
+
+static void
+on_update_painted (KagedMessageRow *self,
+                   GdkFrameClock   *frame_clock)
+{
+  gint64 cost = g_get_monotonic_time () - self->update_started_at;
+
+  forget_update_clock (self);
+  self->streaming_interval = kaged_message_row_streaming_interval (cost);
+}
+
 static gboolean
 content_tick_cb (GtkWidget     *widget,
                  GdkFrameClock *frame_clock,
@@ -370,7 +436,15 @@ content_tick_cb (GtkWidget     *widget,
   KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
 
   self->content_tick = 0;
+  forget_update_clock (self);
+  self->update_started_at = g_get_monotonic_time ();
   show_content (self);
+
+  /* The change is laid out and painted in this frame: its whole cost is
+   * known once the frame is painted. */
+  self->update_clock = g_object_ref (frame_clock);
+  self->update_painted_id = g_signal_connect_swapped (frame_clock, "after-paint",
+                                                      G_CALLBACK (on_update_painted), self);
 
   return G_SOURCE_REMOVE;
 }
@@ -419,8 +493,9 @@ rest_spinner (KagedMessageRow *self)
 
 /*
  * While a reply streams on screen, its text changes at most once a frame
- * and at most every STREAMING_INTERVAL_US, however many deltas came since:
- * the Markdown is parsed, laid out and painted once for all of them.
+ * and at most every kaged_message_row_get_streaming_interval(), however many
+ * deltas came since: the Markdown is parsed, laid out and painted once for
+ * all of them.
  * Assistive technologies hear of it a few times a second; once the reply
  * ends, at once.
  */
@@ -441,7 +516,7 @@ on_content_changed (KagedMessageRow *self)
         }
       else if (self->content_tick == 0 && self->content_source == 0)
         {
-          gint64 wait = self->content_shown_at + STREAMING_INTERVAL_US - g_get_monotonic_time ();
+          gint64 wait = self->content_shown_at + self->streaming_interval - g_get_monotonic_time ();
 
           if (wait > 0)
             self->content_source = g_timeout_add ((guint)(wait / G_TIME_SPAN_MILLISECOND) + 1,
@@ -707,6 +782,7 @@ kaged_message_row_dispose (GObject *object)
     }
   g_clear_handle_id (&self->content_source, g_source_remove);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
+  forget_update_clock (self);
 
   if (self->message_bindings != NULL)
     g_binding_group_set_source (self->message_bindings, NULL);
@@ -982,6 +1058,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
 static void
 kaged_message_row_init (KagedMessageRow *self)
 {
+  self->streaming_interval = STREAMING_INTERVAL_MIN_US;
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_widget_set_layout_manager (GTK_WIDGET (self->bubble),
                                  gtk_custom_layout_new (bubble_request_mode, bubble_measure,
@@ -1056,6 +1133,8 @@ kaged_message_row_set_message (KagedMessageRow *self,
   g_binding_group_set_source (self->message_bindings, message);
   g_signal_group_set_target (self->message_signals, message);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
+  forget_update_clock (self);
+  self->streaming_interval = STREAMING_INTERVAL_MIN_US;
   show_content (self);
 
   gtk_popover_popdown (self->details_popover);

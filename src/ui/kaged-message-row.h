@@ -39,6 +39,9 @@ gboolean      kaged_message_row_get_queued        (KagedMessageRow *self);
 void          kaged_message_row_set_queued        (KagedMessageRow *self,
                                                    gboolean         queued);
 char         *kaged_message_row_describe_status   (KagedMessageRow *self);
+gint64        kaged_message_row_get_streaming_interval (KagedMessageRow *self);
+
+gint64        kaged_message_row_streaming_interval (gint64 update_cost);
 
 char         *kaged_message_row_describe_failure  (KagedRetryClass  retry_class,
                                                    gint64           retry_after_until);

@@ -1311,6 +1311,55 @@ test_long_conversation_opens_at_end (Fixture       *fixture,
   g_assert_cmpuint (n_bound_rows (fixture), <=, 64);
 }
 
+static void
+count_frame_cb (GdkFrameClock *clock,
+                guint         *n_frames)
+{
+  (*n_frames)++;
+}
+
+/* Once a long conversation has opened at its end and settled, the window
+ * paints nothing while nothing changes, and offers no jump to the end it
+ * already shows. */
+static void
+test_long_conversation_rests (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, NULL);
+  gint64 last_id = last_message_id (fixture, session_id);
+  GdkFrameClock *clock;
+  guint n_frames = 0;
+  gulong handler;
+
+  /* As at launch: a new window opens on the newest conversation. */
+  gtk_window_destroy (GTK_WINDOW (fixture->window));
+  g_assert_null (fixture->window);
+  fixture->window = kaged_window_new (fixture->application);
+  g_object_add_weak_pointer (G_OBJECT (fixture->window), (gpointer *)&fixture->window);
+  kaged_window_set_core (fixture->window, fixture->core);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, session_id);
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
+  gtk_window_present (GTK_WINDOW (fixture->window));
+  fixture->composer = child (fixture, "composer");
+
+  g_assert_true (wait_for (fixture, at_end, GSIZE_TO_POINTER (last_id)));
+  settle (500);
+  g_assert_true (at_end (fixture, GSIZE_TO_POINTER (last_id)));
+  g_assert_false (gtk_revealer_get_reveal_child (child (fixture, "jump_revealer")));
+
+  clock = gtk_widget_get_frame_clock (GTK_WIDGET (fixture->window));
+  g_assert_nonnull (clock);
+  handler = g_signal_connect (clock, "after-paint", G_CALLBACK (count_frame_cb), &n_frames);
+  settle (3000);
+  g_signal_handler_disconnect (clock, handler);
+
+  /* Over 3 s: a blinking cursor paints a few frames; a scroll bar fading
+   * in and out after the scroll to the end would paint 60 a second. */
+  g_test_message ("%u frames painted in 3 s", n_frames);
+  g_assert_cmpuint (n_frames, <=, 10);
+  g_assert_false (gtk_revealer_get_reveal_child (child (fixture, "jump_revealer")));
+}
+
 typedef struct
 {
   gint64 message_id;
@@ -1459,6 +1508,7 @@ main (int   argc,
   ADD_TEST ("/window/search", reply, test_search);
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);
   ADD_TEST ("/window/long-conversation-scrolls-back", reply, test_long_conversation_scrolls_back);
+  ADD_TEST ("/window/long-conversation-rests", reply, test_long_conversation_rests);
   ADD_TEST ("/window/search-opens-at-match", reply, test_search_opens_at_match);
   ADD_TEST ("/window/auth-failed-offers-preferences", unauthorized, test_auth_failed_offers_preferences);
   ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);

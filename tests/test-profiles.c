@@ -699,6 +699,43 @@ test_remove_drops_model_cache (void)
   g_rmdir (dir);
 }
 
+static void
+record_removed_cb (KagedProfiles *profiles,
+                   const char    *id,
+                   char         **removed)
+{
+  g_free (*removed);
+  *removed = g_strdup (id);
+}
+
+/* A profile removed by the id it holds itself, with no other reference to
+ * it: those who hear of the removal still get the id (the profile is gone
+ * by then, and its id with it). */
+static void
+test_remove_by_own_id (void)
+{
+  g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
+  g_autoptr(GSettings) settings = new_settings (backend);
+  g_autoptr(KagedProfiles) profiles = kaged_profiles_new (settings);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *expected = NULL;
+  g_autofree char *removed = NULL;
+  KagedProfile *work;
+
+  work = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_OPENAI, "http://127.0.0.1:1/v1", "a");
+  kaged_profiles_add (profiles, work);
+  expected = g_strdup (kaged_profile_get_id (work));
+  g_object_unref (work);
+  work = kaged_profiles_lookup (profiles, expected);
+  g_assert_nonnull (work);
+
+  g_signal_connect (profiles, "profile-removed", G_CALLBACK (record_removed_cb), &removed);
+  g_assert_true (kaged_profiles_remove (profiles, kaged_profile_get_id (work), &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (removed, ==, expected);
+  g_assert_null (kaged_profiles_lookup (profiles, expected));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -713,6 +750,7 @@ main (int   argc,
   g_test_add_func ("/profiles/core-spend-per-profile", test_core_spend_per_profile);
   g_test_add_func ("/profiles/spend-counts-own-runs", test_spend_counts_own_runs);
   g_test_add_func ("/profiles/remove-drops-model-cache", test_remove_drops_model_cache);
+  g_test_add_func ("/profiles/remove-by-own-id", test_remove_by_own_id);
 
   return g_test_run ();
 }

@@ -725,6 +725,7 @@ kaged_profiles_remove_async (KagedProfiles       *self,
   g_autoptr(GTask) task = NULL;
   g_auto(GStrv) keys = NULL;
   g_autofree char *key_id = NULL;
+  g_autofree char *removed_id = NULL;
   Entry *entry;
   guint position;
 
@@ -733,6 +734,10 @@ kaged_profiles_remove_async (KagedProfiles       *self,
 
   task = g_task_new (self, cancellable, callback, user_data);
   g_task_set_source_tag (task, kaged_profiles_remove_async);
+
+  /* The id may belong to the profile about to go. */
+  removed_id = g_strdup (id);
+  id = removed_id;
 
   position = find_entry (self, id);
   if (position == G_MAXUINT)

@@ -56,6 +56,22 @@ count_notify_cb (GObject    *object,
   (*n_notifies)++;
 }
 
+/* A test's database folder, with what the store left in it. */
+static void
+remove_test_dir (const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+
+      g_unlink (path);
+    }
+  g_rmdir (dir);
+}
+
 static void
 test_fresh_install (void)
 {
@@ -476,18 +492,7 @@ test_core_spend_per_profile (void)
   kaged_core_shutdown (core);
   g_clear_object (&core);
   g_clear_object (&store);
-  {
-    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-    const char *name;
-
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-      {
-        g_autofree char *path = g_build_filename (dir, name, NULL);
-
-        g_unlink (path);
-      }
-  }
-  g_rmdir (dir);
+  remove_test_dir (dir);
 }
 
 /* Each profile's limit counts the replies that went through it only. */
@@ -597,18 +602,7 @@ test_spend_counts_own_runs (void)
     g_assert_cmpint (output, ==, 300);
     g_clear_object (&store);
   }
-  {
-    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-    const char *name;
-
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-      {
-        g_autofree char *path = g_build_filename (dir, name, NULL);
-
-        g_unlink (path);
-      }
-  }
-  g_rmdir (dir);
+  remove_test_dir (dir);
 }
 
 static gboolean
@@ -685,18 +679,7 @@ test_remove_drops_model_cache (void)
   kaged_core_shutdown (core);
   g_clear_object (&core);
   g_clear_object (&store);
-  {
-    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-    const char *name;
-
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-      {
-        g_autofree char *path = g_build_filename (dir, name, NULL);
-
-        g_unlink (path);
-      }
-  }
-  g_rmdir (dir);
+  remove_test_dir (dir);
 }
 
 static void

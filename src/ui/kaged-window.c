@@ -553,21 +553,31 @@ new_conversation_action (GtkWidget  *widget,
 }
 
 /* Below this width the model button's label gives up its room first, so
- * that the conversation's header fits a phone. The window's size, unlike
- * the leaflet's folding, does not change with the label's. */
+ * that the conversation's header fits a phone. It is the header's widest
+ * form (about 430 px) with some margin: at this width or more the wide
+ * header always fits, so the choice cannot change the width it is made on. */
 #define NARROW_HEADER_WIDTH 500
 
+/* The width the window really gets, from the window manager too (maximized
+ * or tiled on a narrow screen), not the default size it asked for. Made
+ * before the children are allocated, so they are laid out once, in the
+ * header's form for that width. */
 static void
-default_width_cb (KagedWindow *self)
+kaged_window_size_allocate (GtkWidget *widget,
+                            int        width,
+                            int        height,
+                            int        baseline)
 {
-  int width = 0;
-  int height = 0;
+  KagedWindow *self = KAGED_WINDOW (widget);
+  gboolean narrow = width < NARROW_HEADER_WIDTH;
 
-  if (self->model_chooser == NULL)
-    return;
+  if (narrow != self->narrow_header)
+    {
+      self->narrow_header = narrow;
+      kaged_model_chooser_set_narrow (self->model_chooser, narrow);
+    }
 
-  gtk_window_get_default_size (GTK_WINDOW (self), &width, &height);
-  kaged_model_chooser_set_narrow (self->model_chooser, width > 0 && width < NARROW_HEADER_WIDTH);
+  GTK_WIDGET_CLASS (kaged_window_parent_class)->size_allocate (widget, width, height, baseline);
 }
 
 static void
@@ -709,6 +719,8 @@ kaged_window_class_init (KagedWindowClass *klass)
   object_class->dispose = kaged_window_dispose;
   object_class->finalize = kaged_window_finalize;
 
+  widget_class->size_allocate = kaged_window_size_allocate;
+
   window_class->close_request = kaged_window_close_request;
 
   gtk_widget_class_set_template_from_resource (widget_class, APPLICATION_PATH "/kaged-window.ui");
@@ -764,7 +776,6 @@ kaged_window_init (KagedWindow *self)
   GtkAdjustment *vadjustment;
 
   gtk_widget_init_template (GTK_WIDGET (self));
-  g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 
 #if DEVELOPMENT_BUILD
   gtk_widget_add_css_class (GTK_WIDGET (self), "devel");

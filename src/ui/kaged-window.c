@@ -558,24 +558,49 @@ new_conversation_action (GtkWidget  *widget,
  * header always fits, so the choice cannot change the width it is made on. */
 #define NARROW_HEADER_WIDTH 500
 
+static void
+set_narrow_header (KagedWindow *self,
+                   gboolean     narrow)
+{
+  /* Not yet, or no longer, built from its template. */
+  if (self->model_chooser == NULL || narrow == self->narrow_header)
+    return;
+
+  self->narrow_header = narrow;
+  kaged_model_chooser_set_narrow (self->model_chooser, narrow);
+}
+
+/* Before the window has a size, and whenever it is given one by
+ * gtk_window_set_default_size() or by the person resizing it, the size it
+ * will get is its default size: choosing the header's form from it lets a
+ * narrow window be that narrow, not as wide as the wide header. A
+ * maximized or full-screen window keeps the default size it will have
+ * again afterwards, which says nothing about its width now. */
+static void
+default_width_cb (KagedWindow *self)
+{
+  int width = 0;
+  int height = 0;
+
+  if (gtk_window_is_maximized (GTK_WINDOW (self)) || gtk_window_is_fullscreen (GTK_WINDOW (self)))
+    return;
+
+  gtk_window_get_default_size (GTK_WINDOW (self), &width, &height);
+  if (width > 0)
+    set_narrow_header (self, width < NARROW_HEADER_WIDTH);
+}
+
 /* The width the window really gets, from the window manager too (maximized
- * or tiled on a narrow screen), not the default size it asked for. Made
- * before the children are allocated, so they are laid out once, in the
- * header's form for that width. */
+ * or tiled on a narrow screen), whatever its default size. Chosen before
+ * the children are allocated, so they are laid out once, in the header's
+ * form for that width. */
 static void
 kaged_window_size_allocate (GtkWidget *widget,
                             int        width,
                             int        height,
                             int        baseline)
 {
-  KagedWindow *self = KAGED_WINDOW (widget);
-  gboolean narrow = width < NARROW_HEADER_WIDTH;
-
-  if (narrow != self->narrow_header)
-    {
-      self->narrow_header = narrow;
-      kaged_model_chooser_set_narrow (self->model_chooser, narrow);
-    }
+  set_narrow_header (KAGED_WINDOW (widget), width < NARROW_HEADER_WIDTH);
 
   GTK_WIDGET_CLASS (kaged_window_parent_class)->size_allocate (widget, width, height, baseline);
 }
@@ -776,6 +801,7 @@ kaged_window_init (KagedWindow *self)
   GtkAdjustment *vadjustment;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 
 #if DEVELOPMENT_BUILD
   gtk_widget_add_css_class (GTK_WIDGET (self), "devel");

@@ -1510,6 +1510,32 @@ test_long_conversation_rests (Fixture       *fixture,
   g_assert_false (gtk_revealer_get_reveal_child (child (fixture, "jump_revealer")));
 }
 
+/* The parts of the leaflet's shadow restyle what follows them each time
+ * the leaflet is laid out: its pages, with the conversation, must not. */
+static void
+test_layout_restyles_no_page (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  AdwLeaflet *leaflet = child (fixture, "leaflet");
+  gboolean after_part = FALSE;
+  guint n_pages = 0;
+
+  for (GtkWidget *widget = gtk_widget_get_first_child (GTK_WIDGET (leaflet)); widget != NULL;
+       widget = gtk_widget_get_next_sibling (widget))
+    {
+      if (adw_leaflet_get_page (leaflet, widget) == NULL)
+        {
+          after_part = TRUE;
+          continue;
+        }
+      g_assert_false (after_part);
+      n_pages++;
+    }
+
+  g_assert_cmpuint (n_pages, ==, 3);
+  g_assert_true (after_part);
+}
+
 typedef struct
 {
   gint64 message_id;
@@ -1660,6 +1686,7 @@ main (int   argc,
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);
   ADD_TEST ("/window/long-conversation-scrolls-back", reply, test_long_conversation_scrolls_back);
   ADD_TEST ("/window/long-conversation-rests", reply, test_long_conversation_rests);
+  ADD_TEST ("/window/layout-restyles-no-page", reply, test_layout_restyles_no_page);
   ADD_TEST ("/window/search-opens-at-match", reply, test_search_opens_at_match);
   ADD_TEST ("/window/auth-failed-offers-preferences", unauthorized, test_auth_failed_offers_preferences);
   ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);

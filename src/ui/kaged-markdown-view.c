@@ -38,6 +38,9 @@ struct _KagedMarkdownView
   guint n_grouped;
   guint64 group_layouts;
 
+  /* The blocks after the groups: the last child */
+  GtkWidget *tail;
+
   /* The list or view that scrolls this one, and its vertical adjustment */
   GtkWidget *scrollable;
   GtkAdjustment *vadjustment;
@@ -500,8 +503,17 @@ sync_children (KagedMarkdownView *self,
  * when the last block grows, the view lays out and draws its few groups
  * and the blocks still open, and GTK keeps each group's size and drawing
  * as they were instead of going through every block of the reply.
+ *
+ * Adding a widget to a parent makes GTK check the style of every widget
+ * under that parent again (its first child and all that follow, with their
+ * children): so the blocks still open sit in a tail of their own, the last
+ * child of the view, and groups sit in shelves of SHELF_SIZE. A block that
+ * starts restyles the tail's few blocks, a new group the groups of its
+ * shelf, and only a new shelf, once every GROUP_SIZE × SHELF_SIZE blocks,
+ * the whole reply.
  */
 #define GROUP_SIZE 16
+#define SHELF_SIZE 16
 #define BLOCK_SPACING 12
 
 #define KAGED_TYPE_MARKDOWN_GROUP (kaged_markdown_group_get_type ())
@@ -512,9 +524,15 @@ struct _KagedMarkdownGroup
   GtkWidget parent_instance;
 
   KagedMarkdownView *view;
+  /* A shelf holds groups; the tail, the blocks not grouped yet */
+  gboolean shelf;
+  gboolean tail;
 };
 
 G_DEFINE_FINAL_TYPE (KagedMarkdownGroup, kaged_markdown_group, GTK_TYPE_WIDGET)
+
+static void kaged_markdown_group_snapshot (GtkWidget   *widget,
+                                           GtkSnapshot *snapshot);
 
 static void
 kaged_markdown_group_measure (GtkWidget      *widget,
@@ -528,7 +546,7 @@ kaged_markdown_group_measure (GtkWidget      *widget,
   KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
   gboolean first = TRUE;
 
-  if (self->view != NULL)
+  if (self->view != NULL && !self->tail)
     self->view->group_layouts++;
 
   *minimum = *natural = 0;
@@ -569,7 +587,7 @@ kaged_markdown_group_size_allocate (GtkWidget *widget,
   gboolean use_natural;
   int y = 0;
 
-  if (self->view != NULL)
+  if (self->view != NULL && !self->tail)
     self->view->group_layouts++;
 
   kaged_markdown_group_measure (widget, GTK_ORIENTATION_VERTICAL, width, &minimum, &natural, NULL, NULL);
@@ -621,6 +639,7 @@ kaged_markdown_group_class_init (KagedMarkdownGroupClass *klass)
   widget_class->get_request_mode = kaged_markdown_group_get_request_mode;
   widget_class->measure = kaged_markdown_group_measure;
   widget_class->size_allocate = kaged_markdown_group_size_allocate;
+  widget_class->snapshot = kaged_markdown_group_snapshot;
 }
 
 static void
@@ -631,19 +650,14 @@ kaged_markdown_group_init (KagedMarkdownGroup *self)
 static gboolean
 is_group (GtkWidget *widget)
 {
-  return widget != NULL && KAGED_IS_MARKDOWN_GROUP (widget);
+  return widget != NULL && KAGED_IS_MARKDOWN_GROUP (widget) && !KAGED_MARKDOWN_GROUP (widget)->tail;
 }
 
 /* The first child that shows a block on its own, after the groups. */
 static GtkWidget *
 first_ungrouped (KagedMarkdownView *self)
 {
-  GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self));
-
-  while (is_group (child))
-    child = gtk_widget_get_next_sibling (child);
-
-  return child;
+  return gtk_widget_get_first_child (self->tail);
 }
 
 /* Whether the groups still show the first blocks of the document: they
@@ -651,7 +665,8 @@ first_ungrouped (KagedMarkdownView *self)
 static gboolean
 groups_hold (KagedMarkdownView *self)
 {
-  GtkWidget *last_group = NULL;
+  GtkWidget *last_shelf;
+  GtkWidget *last_group;
   GtkWidget *last_grouped;
 
   if (self->n_grouped == 0)
@@ -659,10 +674,8 @@ groups_hold (KagedMarkdownView *self)
   if (kaged_markdown_get_n_final (self->document) < self->n_grouped)
     return FALSE;
 
-  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self)); is_group (child);
-       child = gtk_widget_get_next_sibling (child))
-    last_group = child;
-
+  last_shelf = gtk_widget_get_prev_sibling (self->tail);
+  last_group = is_group (last_shelf) ? gtk_widget_get_last_child (last_shelf) : NULL;
   last_grouped = last_group != NULL ? gtk_widget_get_last_child (last_group) : NULL;
 
   /* Final blocks stay at their address with their serial until the
@@ -701,7 +714,8 @@ holds_focus (GtkWidget *child,
   return FALSE;
 }
 
-/* Moves the widgets of final blocks into groups, GROUP_SIZE at a time.
+/* Moves the widgets of final blocks into groups, GROUP_SIZE at a time,
+ * and the groups into shelves, SHELF_SIZE at a time.
  * Moving a widget takes the focus from it: blocks that hold it wait until
  * it leaves them. */
 static void
@@ -713,10 +727,19 @@ group_final_blocks (KagedMarkdownView *self)
          !holds_focus (first_ungrouped (self), GROUP_SIZE))
     {
       GtkWidget *child = first_ungrouped (self);
+      GtkWidget *shelf = gtk_widget_get_prev_sibling (self->tail);
       KagedMarkdownGroup *group = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
 
+      if (!is_group (shelf) || self->n_grouped % (GROUP_SIZE * SHELF_SIZE) == 0)
+        {
+          shelf = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
+          KAGED_MARKDOWN_GROUP (shelf)->view = self;
+          KAGED_MARKDOWN_GROUP (shelf)->shelf = TRUE;
+          gtk_widget_insert_before (shelf, GTK_WIDGET (self), self->tail);
+        }
+
       group->view = self;
-      gtk_widget_insert_before (GTK_WIDGET (group), GTK_WIDGET (self), child);
+      gtk_widget_insert_before (GTK_WIDGET (group), shelf, NULL);
 
       for (guint i = 0; i < GROUP_SIZE && child != NULL; i++)
         {
@@ -738,11 +761,17 @@ group_final_blocks (KagedMarkdownView *self)
 /* A reply with fewer blocks is drawn whole. */
 #define CULL_MIN_BLOCKS 48
 
+/* What is drawn of the view and of its shelves follows the scrolling. */
 static void
 vadjustment_changed_cb (KagedMarkdownView *self)
 {
-  if (gtk_widget_get_first_child (GTK_WIDGET (self)) != NULL)
-    gtk_widget_queue_draw (GTK_WIDGET (self));
+  if (self->n_grouped == 0)
+    return;
+
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self)); is_group (child);
+       child = gtk_widget_get_next_sibling (child))
+    gtk_widget_queue_draw (child);
 }
 
 static void
@@ -785,46 +814,45 @@ kaged_markdown_view_unmap (GtkWidget *widget)
   GTK_WIDGET_CLASS (kaged_markdown_view_parent_class)->unmap (widget);
 }
 
-/*
- * A long reply in a scrolled list is mostly out of sight, and while it
- * streams every frame would draw all of its blocks again: only those within
- * a screen of the visible part are drawn.
- */
-static void
-kaged_markdown_view_snapshot (GtkWidget   *widget,
-                              GtkSnapshot *snapshot)
+/* The part of @widget within a screen of what the scrollable of @self
+ * shows, in @widget's coordinates; FALSE when it is not known. */
+static gboolean
+visible_range (KagedMarkdownView *self,
+               GtkWidget         *widget,
+               float             *top,
+               float             *bottom)
 {
-  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
   graphene_rect_t visible;
-  float top;
-  float bottom;
-  guint n = 0;
 
-  n = self->n_grouped;
-  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL && n < CULL_MIN_BLOCKS;
-       child = gtk_widget_get_next_sibling (child))
-    n++;
-
-  if (n < CULL_MIN_BLOCKS || self->scrollable == NULL ||
-      !gtk_widget_compute_bounds (self->scrollable, widget, &visible))
-    {
-      for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
-           child = gtk_widget_get_next_sibling (child))
-        gtk_widget_snapshot_child (widget, child, snapshot);
-      return;
-    }
+  if (self->scrollable == NULL || !gtk_widget_compute_bounds (self->scrollable, widget, &visible))
+    return FALSE;
 
   /* A viewport scrolls its child when drawing it, not by placing it. */
   if (GTK_IS_VIEWPORT (self->scrollable) && self->vadjustment != NULL)
     visible.origin.y += gtk_adjustment_get_value (self->vadjustment);
 
-  top = visible.origin.y - visible.size.height;
-  bottom = visible.origin.y + 2 * visible.size.height;
+  *top = visible.origin.y - visible.size.height;
+  *bottom = visible.origin.y + 2 * visible.size.height;
+  return TRUE;
+}
 
+static void
+snapshot_children (GtkWidget   *widget,
+                   GtkSnapshot *snapshot,
+                   gboolean     cull,
+                   float        top,
+                   float        bottom)
+{
   for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
        child = gtk_widget_get_next_sibling (child))
     {
       graphene_rect_t bounds;
+
+      if (!cull)
+        {
+          gtk_widget_snapshot_child (widget, child, snapshot);
+          continue;
+        }
 
       if (!gtk_widget_compute_bounds (child, widget, &bounds))
         continue;
@@ -833,6 +861,37 @@ kaged_markdown_view_snapshot (GtkWidget   *widget,
       if (bounds.origin.y + bounds.size.height >= top)
         gtk_widget_snapshot_child (widget, child, snapshot);
     }
+}
+
+/*
+ * A long reply in a scrolled list is mostly out of sight, and while it
+ * streams every frame would draw all of its blocks again: only the shelves
+ * and groups within a screen of the visible part are drawn.
+ */
+static void
+kaged_markdown_view_snapshot (GtkWidget   *widget,
+                              GtkSnapshot *snapshot)
+{
+  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
+  float top = 0;
+  float bottom = 0;
+  gboolean cull;
+
+  cull = self->n_grouped >= CULL_MIN_BLOCKS && visible_range (self, widget, &top, &bottom);
+  snapshot_children (widget, snapshot, cull, top, bottom);
+}
+
+static void
+kaged_markdown_group_snapshot (GtkWidget   *widget,
+                               GtkSnapshot *snapshot)
+{
+  KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
+  float top = 0;
+  float bottom = 0;
+  gboolean cull;
+
+  cull = self->shelf && self->view != NULL && visible_range (self->view, widget, &top, &bottom);
+  snapshot_children (widget, snapshot, cull, top, bottom);
 }
 
 /* --- the widget ---------------------------------------------------------------------- */
@@ -845,6 +904,7 @@ kaged_markdown_view_dispose (GObject *object)
 
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
     gtk_widget_unparent (child);
+  self->tail = NULL;
 
   g_clear_object (&self->document);
   watch_scrollable (self, NULL);
@@ -933,6 +993,12 @@ kaged_markdown_view_init (KagedMarkdownView *self)
   gtk_box_layout_set_spacing (GTK_BOX_LAYOUT (layout), BLOCK_SPACING);
 
   self->document = kaged_markdown_new ();
+
+  self->tail = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
+  KAGED_MARKDOWN_GROUP (self->tail)->view = self;
+  KAGED_MARKDOWN_GROUP (self->tail)->tail = TRUE;
+  gtk_widget_set_visible (self->tail, FALSE);
+  gtk_widget_set_parent (self->tail, GTK_WIDGET (self));
 }
 
 GtkWidget *
@@ -976,8 +1042,9 @@ kaged_markdown_view_set_text (KagedMarkdownView *self,
   for (guint i = self->n_grouped; i < n_blocks; i++)
     g_ptr_array_add (blocks, (gpointer)kaged_markdown_get_block (self->document, i));
 
-  sync_children (self, GTK_WIDGET (self), first_ungrouped (self), blocks);
+  sync_children (self, self->tail, first_ungrouped (self), blocks);
   group_final_blocks (self);
+  gtk_widget_set_visible (self->tail, gtk_widget_get_first_child (self->tail) != NULL);
 
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_TEXT]);
 }

@@ -383,6 +383,28 @@ vadjustment_bounds_changed_cb (KagedWindow   *self,
   kaged_window_messages_scrolled (self);
 }
 
+/*
+ * libadwaita 1.2's leaflet sets the CSS classes of the parts of its shadow
+ * each time it is laid out, and GTK 4.8 then checks the style of every
+ * widget after those parts under the leaflet — the whole conversation, on
+ * every frame in which a streaming reply grows. Its pages come first, so
+ * that nothing follows the parts: they are never picked or focused and the
+ * leaflet draws them itself, after its pages, wherever they are.
+ */
+static void
+put_pages_before_shadow (AdwLeaflet *leaflet)
+{
+  g_autoptr(GPtrArray) parts = g_ptr_array_new ();
+
+  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (leaflet)); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    if (adw_leaflet_get_page (leaflet, child) == NULL)
+      g_ptr_array_add (parts, child);
+
+  for (guint i = 0; i < parts->len; i++)
+    gtk_widget_insert_before (g_ptr_array_index (parts, i), GTK_WIDGET (leaflet), NULL);
+}
+
 static void
 jump_to_bottom_action (GtkWidget  *widget,
                        const char *action_name,
@@ -801,6 +823,7 @@ kaged_window_init (KagedWindow *self)
   GtkAdjustment *vadjustment;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  put_pages_before_shadow (self->leaflet);
   g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 
 #if DEVELOPMENT_BUILD

@@ -14,14 +14,24 @@
 #include <glib/gstdio.h>
 
 #include "kaged-soak-fixture.h"
+#include "kaged-test-time.h"
 
-/* A safety net against a hang, never a measure of anything. */
+/* A safety net against a hang, never a measure of anything (times
+ * KAGED_TEST_SLOWDOWN). */
 #define START_SECONDS 30
 
 gint64
 soak_now_ms (void)
 {
   return g_get_real_time () / 1000;
+}
+
+/* @ms times KAGED_TEST_SLOWDOWN (tests/kaged-test-time.h): how long a soak
+ * allows the program for something, never what it asserts. */
+guint
+soak_scaled_ms (guint ms)
+{
+  return (guint)MIN (kaged_test_usec ((gint64)ms * 1000) / 1000, G_MAXUINT);
 }
 
 void
@@ -246,7 +256,7 @@ soak_kaged_start (SoakKaged *self)
   g_autofree char *runtime = g_build_filename (self->dir, "runtime", NULL);
   const char *binary = g_getenv ("KAGED_BINARY");
   gsize offset = file_size (self->log_path);
-  gint64 deadline = g_get_monotonic_time () + START_SECONDS * G_USEC_PER_SEC;
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (START_SECONDS * G_USEC_PER_SEC);
   guint port = 0;
 
   g_assert_nonnull (binary);
@@ -383,7 +393,7 @@ soak_kaged_clear (SoakKaged *self)
 SoupSession *
 soak_http_new (void)
 {
-  return soup_session_new_with_options ("timeout", 60, NULL);
+  return soup_session_new_with_options ("timeout", soak_scaled_ms (60 * 1000) / 1000, NULL);
 }
 
 /* Returns: (nullable): the answer's JSON, with its status in @status (0
@@ -480,7 +490,7 @@ soak_open_db (const char *path)
   sqlite3 *db = NULL;
 
   g_assert_cmpint (sqlite3_open_v2 (path, &db, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
-  sqlite3_busy_timeout (db, 5000);
+  sqlite3_busy_timeout (db, (int)soak_scaled_ms (5000));
 
   return db;
 }

@@ -94,6 +94,7 @@ SoakProvider *soak_start            (SoakKaged       *kaged,
                                      const char     **extra_args);
 
 gint64       soak_now_ms            (void);
+guint        soak_scaled_ms         (guint            ms);
 void         soak_sleep_ms          (guint            ms);
 guint64      soak_read_status_kb    (int              pid,
                                      const char      *field);

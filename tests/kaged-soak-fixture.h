@@ -13,6 +13,16 @@
 
 G_BEGIN_DECLS
 
+/* Defined when the soaks, and so the program they start (the same build),
+ * are built with AddressSanitizer. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SOAK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SOAK_ASAN 1
+#endif
+#endif
+
 /*
  * What the soaks of the real `kaged --headless` share: a fake provider
  * serving on a thread of its own, the program started and stopped (or

@@ -16,14 +16,6 @@
 
 #include "kaged-soak-fixture.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SOAK_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SOAK_ASAN 1
-#endif
-#endif
-
 /* What the program may hold at its peak, through all of it. */
 #define MEMORY_BOUND_KB (128 * 1024)
 
@@ -39,13 +31,7 @@
  * without its padding: 183 MiB against 59 MiB), so the bound is three
  * times the plain one plus the quarantine: 416 MiB. An unbounded buffer
  * still breaks it: a line or an error body without its cap grows by a
- * MiB a write, past a GiB before the time limit.
- *
- * The program records the stack of each allocation by frame pointers,
- * not the slow way: it allocates for every event of the stream, and
- * walking each stack through the unwind tables made it about 30 times
- * slower (28 KB of stream a second against 850 KB/s). A memory error is
- * still reported with the stack where it happens. */
+ * MiB a write, past a GiB before the time limit. */
 #define ASAN_QUARANTINE_MB 32
 #define BOUND_KB (3 * MEMORY_BOUND_KB + ASAN_QUARANTINE_MB * 1024)
 #else
@@ -109,7 +95,7 @@ endless_stream (void)
    * which the program reads and skips) of that many KiB. The reply cap
    * counts every byte, so it is reached after fewer events: the
    * sanitizers test setup sets it, where each event costs the program
-   * dozens of times as long. */
+   * about ten times as long. */
   if (padding_kb > 0)
     {
       g_string_append (events, ": ");
@@ -311,7 +297,7 @@ main (int   argc,
 #ifdef SOAK_ASAN
   {
     /* For the program this soak starts: later options win. */
-    g_autofree char *options = g_strdup_printf ("%s:fast_unwind_on_malloc=1:quarantine_size_mb=%u",
+    g_autofree char *options = g_strdup_printf ("%s:quarantine_size_mb=%u",
                                                 g_getenv ("ASAN_OPTIONS") != NULL
                                                 ? g_getenv ("ASAN_OPTIONS") : "",
                                                 ASAN_QUARANTINE_MB);

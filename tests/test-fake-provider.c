@@ -876,6 +876,37 @@ test_dated_headers (Fixture       *fixture,
   fetch_clear (&f);
 }
 
+/* A stamped step names the request it answers wherever its strings say
+ * "{request}"; an unstamped one is left as written. */
+static void
+test_stamp (Fixture       *fixture,
+            gconstpointer  user_data)
+{
+  for (guint i = 0; i < 3; i++)
+    {
+      g_autofree char *body = NULL;
+      g_autofree char *expected = NULL;
+      guint status = 0;
+
+      body = fetch (fixture, "POST", i < 2 ? "/v1/chat/completions" : "/plain", "{}", &status);
+      if (i == 0)
+        {
+          g_assert_cmpuint (status, ==, 429);
+          g_assert_nonnull (strstr (body, "\"Slow down [r0]\""));
+        }
+      else if (i == 1)
+        {
+          g_assert_cmpuint (status, ==, 200);
+          expected = g_strdup_printf ("\"content\":\"[r%u] Hi", i);
+          g_assert_nonnull (strstr (body, expected));
+        }
+      else
+        {
+          g_assert_cmpstr (body, ==, "as {request} said");
+        }
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -929,6 +960,12 @@ main (int   argc,
        " \"/refuse\": [{\"name\": \"refuse\", \"refuse_ms\": 300}]},"
        " \"steps\": [{\"body\": \"fine\"}]}",
        test_reset_and_refuse);
+  ADD ("stamp",
+       "{\"paths\": {\"/v1/chat/completions\": ["
+       " {\"stamp\": true, \"status\": 429, \"body\": {\"error\": {\"message\": \"Slow down [r{request}]\"}}},"
+       " {\"stamp\": true, \"kind\": \"openai\", \"text\": \"[r{request}] Hi there\", \"chunks\": 1}],"
+       " \"/plain\": [{\"body\": \"as {request} said\"}]}}",
+       test_stamp);
   ADD ("dated-headers",
        "[{\"status\": 429, \"date_in_ms\": 5000, \"dated_headers\": {"
        " \"retry-after\": \"http-date\", \"anthropic-ratelimit-requests-reset\": \"rfc3339\","

@@ -10,7 +10,10 @@
 #include "config.h"
 
 #include <adwaita.h>
+#include <gdk/x11/gdkx.h>
 #include <glib/gstdio.h>
+#include <X11/Xatom.h>
+#include <X11/Xlib.h>
 
 #include "kaged-composer.h"
 #include "kaged-conversation.h"
@@ -978,6 +981,136 @@ test_narrow (Fixture       *fixture,
   g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
 }
 
+/* Whether the window's content is at most (data > 0) or at least (data < 0)
+ * that wide. */
+static gboolean
+content_width_within (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  int bound = GPOINTER_TO_INT (data);
+  int width = gtk_widget_get_width (child (fixture, "toast_overlay"));
+
+  return bound > 0 ? width > 0 && width <= bound : width >= -bound;
+}
+
+static gboolean
+window_maximized (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  return gtk_window_is_maximized (GTK_WINDOW (fixture->window));
+}
+
+static gboolean
+model_label_room (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  int bound = GPOINTER_TO_INT (data);
+  int width = gtk_widget_get_width (child (fixture, "model_chooser"));
+
+  return bound > 0 ? width > 0 && width <= bound : width >= -bound;
+}
+
+/* What a window manager does to a window it maximizes on a screen of that
+ * width: it says so in _NET_WM_STATE and gives the window the screen's size,
+ * whatever the window's own default size. */
+static void
+maximize_as_window_manager (Fixture *fixture,
+                            int      width)
+{
+  GdkSurface *surface = gtk_native_get_surface (GTK_NATIVE (fixture->window));
+  Display *xdisplay = gdk_x11_display_get_xdisplay (gdk_surface_get_display (surface));
+  Window xid = gdk_x11_surface_get_xid (surface);
+  Atom state[2];
+
+  state[0] = XInternAtom (xdisplay, "_NET_WM_STATE_MAXIMIZED_VERT", False);
+  state[1] = XInternAtom (xdisplay, "_NET_WM_STATE_MAXIMIZED_HORZ", False);
+  XChangeProperty (xdisplay, xid, XInternAtom (xdisplay, "_NET_WM_STATE", False), XA_ATOM, 32,
+                   PropModeReplace, (guchar *)state, G_N_ELEMENTS (state));
+  XResizeWindow (xdisplay, xid, width, 700);
+  XFlush (xdisplay);
+}
+
+static void
+count_layout_cb (GdkFrameClock *clock,
+                 guint         *n_layouts)
+{
+  (*n_layouts)++;
+}
+
+/* Whether the window comes to rest: a spell of 300 ms in which it is not
+ * laid out again. A header whose form changed the width it is chosen on
+ * would keep it busy for ever. */
+static gboolean
+window_settles (Fixture *fixture)
+{
+  GdkFrameClock *clock = gtk_widget_get_frame_clock (GTK_WIDGET (fixture->window));
+  guint n_layouts = 1;
+  gulong handler = g_signal_connect (clock, "layout", G_CALLBACK (count_layout_cb), &n_layouts);
+
+  for (guint i = 0; i < 20 && n_layouts > 0; i++)
+    {
+      gint64 end = g_get_monotonic_time () + 300 * G_USEC_PER_SEC / 1000;
+
+      n_layouts = 0;
+      while (g_get_monotonic_time () < end)
+        g_main_context_iteration (NULL, FALSE);
+    }
+  g_signal_handler_disconnect (clock, handler);
+
+  return n_layouts == 0;
+}
+
+/* The header follows the width the window really has, not the size it
+ * asked for: maximized on a phone's screen (or tiled on a narrow half of
+ * one), a window that was wide keeps its wide default size, and its
+ * header still fits. */
+static void
+test_narrow_maximized (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  GtkWidget *leaflet = child (fixture, "leaflet");
+  GtkWidget *header = child (fixture, "header_bar");
+  int minimum = 0;
+  int width = 0;
+  int height = 0;
+
+  g_assert_true (wait_for (fixture, content_width_within, GINT_TO_POINTER (-900)));
+  g_assert_true (wait_for (fixture, model_label_room, GINT_TO_POINTER (-150)));
+
+  maximize_as_window_manager (fixture, 360);
+  g_assert_true (wait_for (fixture, window_maximized, NULL));
+  g_assert_true (wait_for (fixture, content_width_within, GINT_TO_POINTER (360)));
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+  /* What the window would have when it is unmaximized stays wide. */
+  gtk_window_get_default_size (GTK_WINDOW (fixture->window), &width, &height);
+  g_assert_cmpint (width, >=, 900);
+
+  /* The model button gives up its room; the header and the whole
+   * conversation page fit in the screen's width. */
+  g_assert_true (wait_for (fixture, model_label_room, GINT_TO_POINTER (100)));
+  gtk_widget_measure (header, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  g_assert_cmpint (minimum, <=, 360);
+  gtk_widget_measure (leaflet, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  g_assert_cmpint (minimum, <=, 360);
+  g_assert_cmpint (gtk_widget_get_width (leaflet), <=, 360);
+  g_assert_true (window_settles (fixture));
+
+  /* Between the widths at which the sidebar folds away with the wide
+   * header (about 700 px) and with the narrow one (about 630 px), the header
+   * keeps one form and the window comes to rest. */
+  maximize_as_window_manager (fixture, 660);
+  g_assert_true (wait_for (fixture, content_width_within, GINT_TO_POINTER (-640)));
+  g_assert_true (window_settles (fixture));
+  g_assert_true (wait_for (fixture, model_label_room, GINT_TO_POINTER (-150)));
+
+  /* Maximized on a wide screen, the model's name has its room again. */
+  maximize_as_window_manager (fixture, 1280);
+  g_assert_true (wait_for (fixture, content_width_within, GINT_TO_POINTER (-1200)));
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, model_label_room, GINT_TO_POINTER (-150)));
+  g_assert_true (window_settles (fixture));
+}
+
 /* Renamed in place: F2 puts the title in an entry; Enter keeps it. */
 static void
 test_rename (Fixture       *fixture,
@@ -1517,6 +1650,7 @@ main (int   argc,
   ADD_TEST ("/window/export", reply, test_export);
   ADD_TEST ("/window/no-model", reply, test_no_model);
   ADD_TEST ("/window/narrow", reply, test_narrow);
+  ADD_TEST ("/window/narrow-maximized", reply, test_narrow_maximized);
   ADD_TEST ("/window/rename", reply, test_rename);
   ADD_TEST ("/window/provider-unreachable", "unreachable", test_provider_unreachable);
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);

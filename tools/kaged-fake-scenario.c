@@ -55,6 +55,10 @@ const char kaged_fake_scenario_help[] =
   "  hang_after_chunks stream this many chunks, then go silent\n"
   "  repeat_chunks     true: after the last chunk start again from the first,\n"
   "                    until the client goes away (a stream without end)\n"
+  "  stamp             true: \"{request}\" anywhere in the step's strings (text,\n"
+  "                    body, chunks, headers) becomes the request's number in\n"
+  "                    the request log (0 for the first), so that what the\n"
+  "                    client keeps of an answer names the request it answered\n"
   "\n"
   "Generated streams in a provider's wire format:\n"
   "  kind              \"openai\" | \"anthropic\" | \"ollama\"\n"
@@ -175,7 +179,7 @@ check_step (JsonNode  *node,
     "status", "delay_ms", "headers_delay_ms", "cut_after_bytes", "cut_after_chunks",
     "hang_after_chunks", "error_after", "weight", "refuse_ms", "date_in_ms",
   };
-  static const char *bool_members[] = { "repeat_chunks", "reset", "hang" };
+  static const char *bool_members[] = { "repeat_chunks", "reset", "hang", "stamp" };
   JsonObject *step;
   JsonNode *member;
 

@@ -674,6 +674,23 @@ refuse_connections (KagedFakeServer *self,
   }
 }
 
+/* A copy of @step with "{request}" in its strings replaced by @index. */
+static JsonObject *
+stamp_step (JsonObject *step,
+            guint       index)
+{
+  g_autofree char *json = kaged_fake_object_to_string (step);
+  g_autoptr(GString) stamped = g_string_new (json);
+  g_autofree char *number = g_strdup_printf ("%u", index);
+  g_autoptr(JsonNode) node = NULL;
+
+  g_string_replace (stamped, "{request}", number, 0);
+  node = json_from_string (stamped->str, NULL);
+  g_assert (node != NULL && JSON_NODE_HOLDS_OBJECT (node));
+
+  return json_object_ref (json_node_get_object (node));
+}
+
 static void
 server_callback (SoupServer        *server,
                  SoupServerMessage *msg,
@@ -683,6 +700,7 @@ server_callback (SoupServer        *server,
 {
   KagedFakeServer *self = user_data;
   SoupMessageBody *request_body = soup_server_message_get_request_body (msg);
+  g_autoptr(JsonObject) stamped = NULL;
   GSocketAddress *remote;
   Request *request;
   JsonObject *step;
@@ -733,6 +751,8 @@ server_callback (SoupServer        *server,
 
   if (json_object_has_member (step, "name"))
     request->fault = g_strdup (json_object_get_string_member (step, "name"));
+  if (json_object_get_boolean_member_with_default (step, "stamp", FALSE))
+    step = stamped = stamp_step (step, self->requests->len - 1);
 
   job = g_new0 (Job, 1);
   job->server = self;

@@ -41,6 +41,7 @@ struct _KagedWindow
   guint                 scrolling : 1;
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
+  guint                 narrow_header : 1;
 
   /* Template children */
   AdwToastOverlay      *toast_overlay;

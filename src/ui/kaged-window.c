@@ -553,21 +553,56 @@ new_conversation_action (GtkWidget  *widget,
 }
 
 /* Below this width the model button's label gives up its room first, so
- * that the conversation's header fits a phone. The window's size, unlike
- * the leaflet's folding, does not change with the label's. */
+ * that the conversation's header fits a phone. It is the header's widest
+ * form (about 430 px) with some margin: at this width or more the wide
+ * header always fits, so the choice cannot change the width it is made on. */
 #define NARROW_HEADER_WIDTH 500
 
+static void
+set_narrow_header (KagedWindow *self,
+                   gboolean     narrow)
+{
+  /* Not yet, or no longer, built from its template. */
+  if (self->model_chooser == NULL || narrow == self->narrow_header)
+    return;
+
+  self->narrow_header = narrow;
+  kaged_model_chooser_set_narrow (self->model_chooser, narrow);
+}
+
+/* Before the window has a size, and whenever it is given one by
+ * gtk_window_set_default_size() or by the person resizing it, the size it
+ * will get is its default size: choosing the header's form from it lets a
+ * narrow window be that narrow, not as wide as the wide header. A
+ * maximized or full-screen window keeps the default size it will have
+ * again afterwards, which says nothing about its width now. */
 static void
 default_width_cb (KagedWindow *self)
 {
   int width = 0;
   int height = 0;
 
-  if (self->model_chooser == NULL)
+  if (gtk_window_is_maximized (GTK_WINDOW (self)) || gtk_window_is_fullscreen (GTK_WINDOW (self)))
     return;
 
   gtk_window_get_default_size (GTK_WINDOW (self), &width, &height);
-  kaged_model_chooser_set_narrow (self->model_chooser, width > 0 && width < NARROW_HEADER_WIDTH);
+  if (width > 0)
+    set_narrow_header (self, width < NARROW_HEADER_WIDTH);
+}
+
+/* The width the window really gets, from the window manager too (maximized
+ * or tiled on a narrow screen), whatever its default size. Chosen before
+ * the children are allocated, so they are laid out once, in the header's
+ * form for that width. */
+static void
+kaged_window_size_allocate (GtkWidget *widget,
+                            int        width,
+                            int        height,
+                            int        baseline)
+{
+  set_narrow_header (KAGED_WINDOW (widget), width < NARROW_HEADER_WIDTH);
+
+  GTK_WIDGET_CLASS (kaged_window_parent_class)->size_allocate (widget, width, height, baseline);
 }
 
 static void
@@ -708,6 +743,8 @@ kaged_window_class_init (KagedWindowClass *klass)
 
   object_class->dispose = kaged_window_dispose;
   object_class->finalize = kaged_window_finalize;
+
+  widget_class->size_allocate = kaged_window_size_allocate;
 
   window_class->close_request = kaged_window_close_request;
 

@@ -29,7 +29,7 @@
  * endless stream fills: the program gets ASAN_QUARANTINE_MB). What is
  * bounded is then the growth of VmHWM over the VmRSS of the program once
  * started, held to the same MEMORY_BOUND_KB, quarantine, shadow and
- * redzones included. It measured 22 MiB (the trickle) to 68 MiB (the
+ * redzones included. It measured 22 MiB (the trickle) to 67 MiB (the
  * endless stream, padded by the sanitizers test setup: with ten times the
  * events, 145 MiB). An unbounded buffer still breaks it: with its cap
  * taken out, the error body took the sanitized program past 1 GiB within

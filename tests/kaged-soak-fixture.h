@@ -13,6 +13,16 @@
 
 G_BEGIN_DECLS
 
+/* Defined when the soaks, and so the program they start (the same build),
+ * are built with AddressSanitizer. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SOAK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SOAK_ASAN 1
+#endif
+#endif
+
 /*
  * What the soaks of the real `kaged --headless` share: a fake provider
  * serving on a thread of its own, the program started and stopped (or
@@ -94,6 +104,7 @@ SoakProvider *soak_start            (SoakKaged       *kaged,
                                      const char     **extra_args);
 
 gint64       soak_now_ms            (void);
+guint        soak_scaled_ms         (guint            ms);
 void         soak_sleep_ms          (guint            ms);
 guint64      soak_read_status_kb    (int              pid,
                                      const char      *field);

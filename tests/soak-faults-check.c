@@ -162,6 +162,7 @@ check_delta (SoakRun          *run,
              SoakViolations   *violations)
 {
   const SoakAttempt *last;
+  gboolean cancelled;
   guint k;
 
   if (stamps->len == 0)
@@ -203,14 +204,13 @@ check_delta (SoakRun          *run,
    * cancelled is recorded at once, without the attempt it cut short: the
    * one that was publishing its text.) */
   last = run->attempts->len > 0 ? g_ptr_array_index (run->attempts, run->attempts->len - 1) : NULL;
-  if (g_strcmp0 (run->status, "cancelled") == 0)
-    ;
-  else if (last == NULL)
+  cancelled = g_strcmp0 (run->status, "cancelled") == 0;
+  if (!cancelled && last == NULL)
     {
       violation (violations, "run %" G_GINT64_FORMAT " kept the text of request %u but logged "
                  "no attempt", run->id, k);
     }
-  else if (!attempt_may_carry_text (last))
+  else if (!cancelled && !attempt_may_carry_text (last))
     {
       g_autoptr(GString) what = g_string_new (NULL);
 

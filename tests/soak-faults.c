@@ -337,7 +337,7 @@ wait_idle (Driver *driver,
            guint   max_ms)
 {
   g_autoptr(SoupSession) http = soak_http_new ();
-  gint64 deadline = g_get_monotonic_time () + (gint64)max_ms * 1000;
+  gint64 deadline = g_get_monotonic_time () + (gint64)soak_scaled_ms (max_ms) * 1000;
 
   while (!soak_session_is_idle (&driver->soak->kaged, http, driver->session_id) &&
          g_get_monotonic_time () < deadline)
@@ -368,22 +368,22 @@ tier2_may_fire (Driver      *driver,
   return g_strcmp0 (state, "idle") != 0 && g_strcmp0 (state, "cancelled") != 0;
 }
 
-/* Leaves the conversation alone for @ms, so that a Tier 2 countdown can
- * end and its run go, but no longer than something may still fire: a
- * conversation that is idle with no retry pending has nothing to leave
- * room for. Twice in a row: a run that just failed arms its retry from an
- * idle of the program's main loop queued as it ends, so the retry's state
- * read in the same poll as the run's end may not show it yet; a poll sent
- * after that one's answers comes in a later turn of the loop, after the
- * idle, however loaded the machine (the pause between them only spares
- * the API). */
+/* Leaves the conversation alone for @ms (times KAGED_TEST_SLOWDOWN), so
+ * that a Tier 2 countdown can end and its run go, but no longer than
+ * something may still fire: a conversation that is idle with no retry
+ * pending has nothing to leave room for. Twice in a row: a run that just
+ * failed arms its retry from an idle of the program's main loop queued as
+ * it ends, so the retry's state read in the same poll as the run's end
+ * may not show it yet; a poll sent after that one's answers comes in a
+ * later turn of the loop, after the idle, however loaded the machine (the
+ * pause between them only spares the API). */
 static void
 leave_room_for_tier2 (Driver *driver,
                       guint   ms)
 {
   g_autoptr(SoupSession) http = soak_http_new ();
   gint64 start = g_get_monotonic_time ();
-  gint64 end = start + (gint64)ms * 1000;
+  gint64 end = start + (gint64)soak_scaled_ms (ms) * 1000;
   guint quiet = 0;
 
   while (g_get_monotonic_time () < end)
@@ -559,7 +559,7 @@ settle (Driver *driver)
       wait_idle (driver, 1000);
       if (soak_session_is_idle (&driver->soak->kaged, http, driver->session_id))
         {
-          soak_sleep_ms (300);
+          soak_sleep_ms (soak_scaled_ms (300));
           if (soak_session_is_idle (&driver->soak->kaged, http, driver->session_id))
             {
               do_cancel_tier2 (driver);
@@ -839,7 +839,10 @@ test_fault_soak (void)
   g_autofree SoakServed *served = NULL;
   SoakRunFigures figures = { 0 };
   GPtrArray **arrivals;
-  const char *extra[] = { "--auto-retry", "--provider-timeout=1", NULL };
+  /* A provider's silence is cut short: 1 s at full speed. */
+  g_autofree char *provider_timeout = g_strdup_printf ("--provider-timeout=%u",
+                                                       soak_scaled_ms (1000) / 1000);
+  const char *extra[] = { "--auto-retry", provider_timeout, NULL };
   SoakProvider *provider;
   Soak soak = { 0 };
   gint64 begin = g_get_monotonic_time ();
@@ -878,7 +881,7 @@ test_fault_soak (void)
       driver->events_thread = g_thread_new ("soak-events", events_thread, driver);
     }
   /* The event streams are open before anything runs. */
-  soak_sleep_ms (200);
+  soak_sleep_ms (soak_scaled_ms (200));
   for (guint d = 0; d < n_sessions; d++)
     soak.drivers[d].thread = g_thread_new ("soak-driver", driver_thread, &soak.drivers[d]);
   for (guint d = 0; d < n_sessions; d++)

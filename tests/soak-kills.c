@@ -91,7 +91,7 @@ driver_thread (gpointer data)
   g_autoptr(SoupSession) http = soak_http_new ();
   guint n = 0;
 
-  g_object_set (http, "timeout", 5, NULL);
+  g_object_set (http, "timeout", soak_scaled_ms (5000) / 1000, NULL);
 
   while (!g_atomic_int_get (&soak->stopping))
     {
@@ -309,16 +309,18 @@ test_kill_soak (void)
       soak_sleep_ms (g_rand_int_range (rand, k < 2 ? 1500 : 100, 2000));
 
       /* Which retries count down, just before the kill: posts, which would
-       * stand them down, wait for the program to be back. */
+       * stand them down, wait for the program to be back (a post under way
+       * is given the time to end). */
       g_atomic_int_set (&soak.paused, TRUE);
-      soak_sleep_ms (400);
+      soak_sleep_ms (soak_scaled_ms (400));
       for (guint d = 0; d < n_sessions; d++)
         {
           g_autofree char *state = retry_state (&soak, http, soak.drivers[d].session_id,
                                                 &next_at[d]);
 
+          /* Due after the program is back, with room for a slow start. */
           pending[d] = g_strcmp0 (state, "armed") == 0 &&
-                       next_at[d] > soak_now_ms () + 5000;
+                       next_at[d] > soak_now_ms () + soak_scaled_ms (5000);
         }
       soak_kaged_kill (&soak.kaged);
 

@@ -4,14 +4,16 @@
  *
  * Starts the real `kaged` binary the way a user would and watches what
  * happens on the X display it is given (the test runs under xvfb-run and
- * dbus-run-session): its window maps, it opens Preferences at a profile
- * through app.preferences-profile, it quits through its app.quit action,
+ * dbus-run-session): its window maps, it opens Preferences on a profile's
+ * page through app.preferences-profile (read on the accessibility bus the
+ * test starts), it quits through its app.quit action,
  * a damaged database is reported and left alone, and the window size is
  * saved and restored through GSettings.
  */
 
 #include "config.h"
 
+#include <signal.h>
 #include <string.h>
 
 #include <gio/gio.h>
@@ -523,6 +525,336 @@ open_display (void)
   return display;
 }
 
+/* Accessibility, read from the outside the way a screen reader reads it:
+ * the AT-SPI bus this test starts, the accessible tree the application
+ * puts there. A node is on screen when it has an extent in its window:
+ * the page of a leaflet that is not shown has none. */
+
+#define ATSPI_BUS_LAUNCHER "/usr/libexec/at-spi-bus-launcher"
+#define ATSPI_COORD_TYPE_WINDOW 1
+
+typedef struct
+{
+  GSubprocess *launcher;
+  GDBusConnection *bus;
+} A11yBus;
+
+typedef struct
+{
+  char *owner;
+  char *path;
+  char *name;
+  gboolean on_screen;
+} A11yNode;
+
+static void
+a11y_node_free (gpointer data)
+{
+  A11yNode *node = data;
+
+  g_free (node->owner);
+  g_free (node->path);
+  g_free (node->name);
+  g_free (node);
+}
+
+static void
+a11y_bus_free (A11yBus *a11y)
+{
+  if (a11y->bus != NULL)
+    g_dbus_connection_close_sync (a11y->bus, NULL, NULL);
+  g_clear_object (&a11y->bus);
+  g_subprocess_send_signal (a11y->launcher, SIGTERM);
+  g_subprocess_wait (a11y->launcher, NULL, NULL);
+  g_clear_object (&a11y->launcher);
+  g_free (a11y);
+}
+
+static void
+a11y_bus_appeared_cb (GDBusConnection *bus,
+                      const char      *name,
+                      const char      *owner,
+                      gpointer         user_data)
+{
+  gboolean *appeared = user_data;
+
+  *appeared = TRUE;
+}
+
+/* Starts the accessibility bus beside the test's session bus, as a
+ * desktop session does, and connects to it. */
+static A11yBus *
+a11y_bus_start (void)
+{
+  g_autoptr(GDBusConnection) session = NULL;
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *address = NULL;
+  const char *argv[] = { ATSPI_BUS_LAUNCHER, "--launch-immediately", NULL };
+  A11yBus *a11y = g_new0 (A11yBus, 1);
+  gboolean appeared = FALSE;
+  gboolean timed_out = FALSE;
+  guint timeout_id;
+  guint watch_id;
+
+  session = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
+  g_assert_no_error (error);
+  a11y->launcher = g_subprocess_newv (argv, G_SUBPROCESS_FLAGS_STDOUT_SILENCE |
+                                            G_SUBPROCESS_FLAGS_STDERR_SILENCE, &error);
+  g_assert_no_error (error);
+
+  watch_id = g_bus_watch_name_on_connection (session, "org.a11y.Bus", G_BUS_NAME_WATCHER_FLAGS_NONE,
+                                             a11y_bus_appeared_cb, NULL, &appeared, NULL);
+  timeout_id = g_timeout_add_seconds (WAIT_SECONDS, timeout_cb, &timed_out);
+  while (!appeared && !timed_out)
+    g_main_context_iteration (NULL, TRUE);
+  g_bus_unwatch_name (watch_id);
+  g_assert_true (appeared);
+  g_source_remove (timeout_id);
+
+  reply = g_dbus_connection_call_sync (session, "org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus",
+                                       "GetAddress", NULL, G_VARIANT_TYPE ("(s)"),
+                                       G_DBUS_CALL_FLAGS_NONE, WAIT_SECONDS * 1000, NULL, &error);
+  g_assert_no_error (error);
+  g_variant_get (reply, "(&s)", &address);
+  a11y->bus = g_dbus_connection_new_for_address_sync (address,
+                                                      G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT |
+                                                      G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                                                      NULL, NULL, &error);
+  g_assert_no_error (error);
+
+  return a11y;
+}
+
+/* A method's reply, or NULL when the node went away while the test
+ * looked at it. */
+static GVariant *
+a11y_call (A11yBus            *a11y,
+           const char         *owner,
+           const char         *path,
+           const char         *interface,
+           const char         *method,
+           GVariant           *parameters,
+           const GVariantType *reply_type)
+{
+  return g_dbus_connection_call_sync (a11y->bus, owner, path, interface, method, parameters,
+                                      reply_type, G_DBUS_CALL_FLAGS_NONE, WAIT_SECONDS * 1000,
+                                      NULL, NULL);
+}
+
+static char *
+a11y_name (A11yBus    *a11y,
+           const char *owner,
+           const char *path)
+{
+  g_autoptr(GVariant) reply = NULL;
+  g_autoptr(GVariant) value = NULL;
+
+  reply = a11y_call (a11y, owner, path, "org.freedesktop.DBus.Properties", "Get",
+                     g_variant_new ("(ss)", "org.a11y.atspi.Accessible", "Name"),
+                     G_VARIANT_TYPE ("(v)"));
+  if (reply == NULL)
+    return NULL;
+
+  g_variant_get (reply, "(v)", &value);
+  return g_variant_is_of_type (value, G_VARIANT_TYPE_STRING) ? g_variant_dup_string (value, NULL)
+                                                             : NULL;
+}
+
+static gboolean
+a11y_on_screen (A11yBus    *a11y,
+                const char *owner,
+                const char *path)
+{
+  g_autoptr(GVariant) reply = NULL;
+  int x = 0;
+  int y = 0;
+  int width = 0;
+  int height = 0;
+
+  reply = a11y_call (a11y, owner, path, "org.a11y.atspi.Component", "GetExtents",
+                     g_variant_new ("(u)", ATSPI_COORD_TYPE_WINDOW), G_VARIANT_TYPE ("((iiii))"));
+  if (reply == NULL)
+    return FALSE;
+
+  g_variant_get (reply, "((iiii))", &x, &y, &width, &height);
+  return width > 0 && height > 0;
+}
+
+static GVariant *
+a11y_children (A11yBus    *a11y,
+               const char *owner,
+               const char *path)
+{
+  g_autoptr(GVariant) reply = NULL;
+
+  reply = a11y_call (a11y, owner, path, "org.a11y.atspi.Accessible", "GetChildren", NULL,
+                     G_VARIANT_TYPE ("(a(so))"));
+  if (reply == NULL)
+    return NULL;
+
+  return g_variant_get_child_value (reply, 0);
+}
+
+/* Adds the named nodes below (owner, path). */
+static void
+a11y_collect (A11yBus    *a11y,
+              const char *owner,
+              const char *path,
+              GPtrArray  *nodes)
+{
+  g_autoptr(GVariant) children = a11y_children (a11y, owner, path);
+  GVariantIter iter;
+  const char *child_owner = NULL;
+  const char *child_path = NULL;
+
+  if (children == NULL)
+    return;
+
+  g_variant_iter_init (&iter, children);
+  while (g_variant_iter_next (&iter, "(&s&o)", &child_owner, &child_path))
+    {
+      g_autofree char *name = a11y_name (a11y, child_owner, child_path);
+
+      if (name != NULL && *name != '\0')
+        {
+          A11yNode *node = g_new0 (A11yNode, 1);
+
+          node->owner = g_strdup (child_owner);
+          node->path = g_strdup (child_path);
+          node->name = g_steal_pointer (&name);
+          node->on_screen = a11y_on_screen (a11y, child_owner, child_path);
+          g_ptr_array_add (nodes, node);
+        }
+      a11y_collect (a11y, child_owner, child_path, nodes);
+    }
+}
+
+/* The named nodes of the window named @title, or NULL while no
+ * application has such a window on the accessibility bus. */
+static GPtrArray *
+a11y_window_nodes (A11yBus    *a11y,
+                   const char *title)
+{
+  g_autoptr(GVariant) applications = NULL;
+  GVariantIter iter;
+  const char *owner = NULL;
+  const char *path = NULL;
+
+  applications = a11y_children (a11y, "org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root");
+  if (applications == NULL)
+    return NULL;
+
+  g_variant_iter_init (&iter, applications);
+  while (g_variant_iter_next (&iter, "(&s&o)", &owner, &path))
+    {
+      g_autoptr(GVariant) windows = a11y_children (a11y, owner, path);
+      GVariantIter windows_iter;
+      const char *window_owner = NULL;
+      const char *window_path = NULL;
+
+      if (windows == NULL)
+        continue;
+
+      g_variant_iter_init (&windows_iter, windows);
+      while (g_variant_iter_next (&windows_iter, "(&s&o)", &window_owner, &window_path))
+        {
+          g_autofree char *name = a11y_name (a11y, window_owner, window_path);
+          GPtrArray *nodes = NULL;
+
+          if (g_strcmp0 (name, title) != 0)
+            continue;
+
+          nodes = g_ptr_array_new_with_free_func (a11y_node_free);
+          a11y_collect (a11y, window_owner, window_path, nodes);
+          return nodes;
+        }
+    }
+
+  return NULL;
+}
+
+/* The first node named @name that is on screen, if any. */
+static A11yNode *
+on_screen (GPtrArray  *nodes,
+           const char *name)
+{
+  for (guint i = 0; nodes != NULL && i < nodes->len; i++)
+    {
+      A11yNode *node = g_ptr_array_index (nodes, i);
+
+      if (node->on_screen && g_str_equal (node->name, name))
+        return node;
+    }
+
+  return NULL;
+}
+
+/* Waits until the window named @title shows @shown and not @hidden, and
+ * returns its nodes then. */
+static GPtrArray *
+a11y_wait_for_page (A11yBus    *a11y,
+                    const char *title,
+                    const char *shown,
+                    const char *hidden)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_SECONDS * G_USEC_PER_SEC;
+  g_autoptr(GString) seen = g_string_new (NULL);
+
+  while (g_get_monotonic_time () < deadline)
+    {
+      g_autoptr(GPtrArray) nodes = a11y_window_nodes (a11y, title);
+
+      if (on_screen (nodes, shown) != NULL && on_screen (nodes, hidden) == NULL)
+        return g_steal_pointer (&nodes);
+
+      g_string_truncate (seen, 0);
+      for (guint i = 0; nodes != NULL && i < nodes->len; i++)
+        {
+          A11yNode *node = g_ptr_array_index (nodes, i);
+
+          if (node->on_screen)
+            g_string_append_printf (seen, "“%s” ", node->name);
+        }
+      g_usleep (G_USEC_PER_SEC / 10);
+    }
+
+  g_error ("The window “%s” did not show “%s” without “%s” within %d seconds; on screen: %s",
+           title, shown, hidden, WAIT_SECONDS, seen->str);
+  return NULL;
+}
+
+/* Waits until no window named @title is left on the accessibility bus. */
+static void
+a11y_wait_for_no_window (A11yBus    *a11y,
+                         const char *title)
+{
+  gint64 deadline = g_get_monotonic_time () + WAIT_SECONDS * G_USEC_PER_SEC;
+
+  while (g_get_monotonic_time () < deadline)
+    {
+      g_autoptr(GPtrArray) nodes = a11y_window_nodes (a11y, title);
+
+      if (nodes == NULL)
+        return;
+      g_usleep (G_USEC_PER_SEC / 10);
+    }
+
+  g_error ("The window “%s” did not close within %d seconds", title, WAIT_SECONDS);
+}
+
+/* Presses a button the way a screen reader does: its first action. */
+static void
+a11y_press (A11yBus  *a11y,
+            A11yNode *node)
+{
+  g_autoptr(GVariant) reply = NULL;
+
+  reply = a11y_call (a11y, node->owner, node->path, "org.a11y.atspi.Action", "DoAction",
+                     g_variant_new ("(i)", 0), G_VARIANT_TYPE ("(b)"));
+  g_assert_nonnull (reply);
+}
+
 static void
 test_version (void)
 {
@@ -706,11 +1038,6 @@ test_window_maps_and_quits (void)
   g_assert_true (has_app_action ("retry-now"));
   g_assert_true (has_app_action ("cancel-retry"));
 
-  /* The Preferences open at a profile's page, as the model chooser asks
-   * when a model list fails for the profile's key or address. */
-  activate_app_action ("preferences-profile", g_variant_new_string ("default"));
-  toplevel_free (wait_for_window (display, running, "Preferences"));
-
   quit_app (running);
 
   /* The store was opened at start-up and created the database. */
@@ -719,6 +1046,65 @@ test_window_maps_and_quits (void)
 
   toplevel_free (window);
   running_free (running);
+  XCloseDisplay (display);
+  remove_tree (dir);
+}
+
+/* The failed reply's and the model chooser's Open Preferences activate
+ * app.preferences-profile with the profile whose key or address is wrong:
+ * the Preferences open on that profile's own page, its address and key
+ * ready to edit, not on the list of profiles. A profile that is not there
+ * (deleted meanwhile) opens the list. */
+static void
+test_preferences_at_profile (void)
+{
+  g_autoptr(GSubprocessLauncher) launcher = make_launcher (TRUE);
+  g_autofree char *dir = NULL;
+  g_autoptr(GPtrArray) nodes = NULL;
+  Display *display = NULL;
+  A11yBus *a11y = NULL;
+  A11yNode *close_button = NULL;
+  Running *running;
+
+  if (!g_file_test (ATSPI_BUS_LAUNCHER, G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_skip ("No AT-SPI bus launcher (" ATSPI_BUS_LAUNCHER ") to read the window with");
+      return;
+    }
+
+  dir = make_temp_dir ();
+  display = open_display ();
+  a11y = a11y_bus_start ();
+  g_subprocess_launcher_unsetenv (launcher, "GTK_A11Y");
+  running = start_app (launcher, dir);
+  toplevel_free (wait_for_window (display, running, NULL));
+
+  /* On a first start the one profile, "default", is the local Ollama: its
+   * page is titled with its name and holds its connection and prices. */
+  activate_app_action ("preferences-profile", g_variant_new_string ("default"));
+  nodes = a11y_wait_for_page (a11y, "Preferences", "Refresh the Model List", "Add Profile");
+  g_assert_nonnull (on_screen (nodes, "Ollama"));
+  g_assert_nonnull (on_screen (nodes, "Base URL"));
+  g_assert_nonnull (on_screen (nodes, "Test Connection"));
+  g_assert_nonnull (on_screen (nodes, "Back"));
+  g_assert_null (on_screen (nodes, "Provider profiles"));
+
+  close_button = on_screen (nodes, "Close");
+  g_assert_nonnull (close_button);
+  a11y_press (a11y, close_button);
+  a11y_wait_for_no_window (a11y, "Preferences");
+  g_clear_pointer (&nodes, g_ptr_array_unref);
+
+  /* No such profile: the list of them, where each one's page is. */
+  activate_app_action ("preferences-profile", g_variant_new_string ("missing"));
+  nodes = a11y_wait_for_page (a11y, "Preferences", "Add Profile", "Refresh the Model List");
+  g_assert_nonnull (on_screen (nodes, "Provider profiles"));
+  g_assert_null (on_screen (nodes, "Test Connection"));
+
+  quit_app (running);
+
+  running_free (running);
+  a11y_bus_free (a11y);
   XCloseDisplay (display);
   remove_tree (dir);
 }
@@ -981,6 +1367,7 @@ main (int   argc,
   g_test_add_func ("/application/check-database/not-a-database",
                    test_check_database_not_a_database);
   g_test_add_func ("/application/window/maps-and-quits", test_window_maps_and_quits);
+  g_test_add_func ("/application/window/preferences-at-profile", test_preferences_at_profile);
   g_test_add_func ("/application/window/reports-bad-database", test_window_reports_bad_database);
   g_test_add_func ("/application/window/size-is-kept", test_window_size_is_kept);
   g_test_add_func ("/application/window/damaged-database", test_damaged_database);

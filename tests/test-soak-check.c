@@ -166,6 +166,32 @@ test_late_request_of_cancelled_run (void)
   check_clear (&check);
 }
 
+/* A run cancelled while its text streamed: the attempt cut short is not
+ * logged, the ones before it are. */
+static void
+test_cancelled_with_text (void)
+{
+  Check check;
+  SoakRun *run;
+
+  check_init (&check);
+  serve (&check, &limited);
+  serve (&check, &ok);
+  run = add_run (&check, "cancelled", NULL, "[r1] A reply");
+  soak_run_add_attempt (run, 429, LIMITED (0), "rate_limited");
+  assert_passes (&check);
+  check_clear (&check);
+
+  /* An answer that reached it after its text still fails it. */
+  check_init (&check);
+  serve (&check, &ok);
+  serve (&check, &limited);
+  run = add_run (&check, "cancelled", NULL, "[r0] A reply");
+  soak_run_add_attempt (run, 429, LIMITED (1), "rate_limited");
+  assert_fails (&check, "run 1 sent a request after a delta: attempt 1 was answered by request 1");
+  check_clear (&check);
+}
+
 /* A stream cut after its text fails the run as `network`, text kept. */
 static void
 test_cut_fails_run (void)
@@ -285,6 +311,7 @@ main (int   argc,
   g_test_add_func ("/soak-check/stamps", test_stamps);
   g_test_add_func ("/soak-check/answer-too-late", test_answer_too_late);
   g_test_add_func ("/soak-check/late-request-of-cancelled-run", test_late_request_of_cancelled_run);
+  g_test_add_func ("/soak-check/cancelled-with-text", test_cancelled_with_text);
   g_test_add_func ("/soak-check/cut-fails-run", test_cut_fails_run);
   g_test_add_func ("/soak-check/retry-after-delta-answered", test_retry_after_delta_answered);
   g_test_add_func ("/soak-check/retry-after-delta-with-text", test_retry_after_delta_with_text);

@@ -211,6 +211,14 @@ static const char fixture[] =
   "- one\n"
   "- two\n";
 
+/* The widget that holds the blocks of a reply not grouped yet: all of a
+ * short one. */
+static GtkWidget *
+blocks_of (GtkWidget *view)
+{
+  return gtk_widget_get_last_child (view);
+}
+
 static void
 test_markdown_fixture (void)
 {
@@ -230,12 +238,12 @@ test_markdown_fixture (void)
 
   g_assert_cmpstr (kaged_markdown_view_get_text (KAGED_MARKDOWN_VIEW (view)), ==, fixture);
 
-  for (child = gtk_widget_get_first_child (view); child != NULL; child = gtk_widget_get_next_sibling (child))
+  for (child = gtk_widget_get_first_child (blocks_of (view)); child != NULL; child = gtk_widget_get_next_sibling (child))
     n_children++;
   g_assert_cmpuint (n_children, ==, 7);
 
   /* The heading, big. */
-  child = gtk_widget_get_first_child (view);
+  child = gtk_widget_get_first_child (blocks_of (view));
   g_assert_true (GTK_IS_LABEL (child));
   g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (child)), ==, "Getting started");
   g_assert_true (gtk_widget_has_css_class (child, "title-1"));
@@ -292,8 +300,8 @@ test_markdown_streaming (void)
   kaged_markdown_view_set_text (view, text->str);
   iterate ();
 
-  first = gtk_widget_get_first_child (GTK_WIDGET (view));
-  last = gtk_widget_get_last_child (GTK_WIDGET (view));
+  first = gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view)));
+  last = gtk_widget_get_last_child (blocks_of (GTK_WIDGET (view)));
   built = kaged_markdown_view_get_widgets_built (view);
   g_assert_cmpuint (built, ==, 11);
 
@@ -305,14 +313,14 @@ test_markdown_streaming (void)
     }
   iterate ();
   g_assert_cmpuint (kaged_markdown_view_get_widgets_built (view), ==, built);
-  g_assert_true (gtk_widget_get_first_child (GTK_WIDGET (view)) == first);
-  g_assert_true (gtk_widget_get_last_child (GTK_WIDGET (view)) == last);
+  g_assert_true (gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view))) == first);
+  g_assert_true (gtk_widget_get_last_child (blocks_of (GTK_WIDGET (view))) == last);
   g_assert_true (g_str_has_suffix (gtk_label_get_text (GTK_LABEL (last)), "word word"));
 
   /* A code block that grows stays the same widget. */
   g_string_append (text, "\n\n```c\nint a;\n");
   kaged_markdown_view_set_text (view, text->str);
-  code = gtk_widget_get_last_child (GTK_WIDGET (view));
+  code = gtk_widget_get_last_child (blocks_of (GTK_WIDGET (view)));
   g_assert_true (KAGED_IS_CODE_BLOCK (code));
   built = kaged_markdown_view_get_widgets_built (view);
   for (guint i = 0; i < 20; i++)
@@ -322,16 +330,16 @@ test_markdown_streaming (void)
     }
   iterate ();
   g_assert_cmpuint (kaged_markdown_view_get_widgets_built (view), ==, built);
-  g_assert_true (gtk_widget_get_last_child (GTK_WIDGET (view)) == code);
+  g_assert_true (gtk_widget_get_last_child (blocks_of (GTK_WIDGET (view))) == code);
   g_assert_true (g_str_has_suffix (kaged_code_block_get_code (KAGED_CODE_BLOCK (code)), "int b19;"));
   g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (KAGED_CODE_BLOCK (code)))),
                    ==, "c");
-  g_assert_true (gtk_widget_get_first_child (GTK_WIDGET (view)) == first);
+  g_assert_true (gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view))) == first);
 
   /* Text that is not a continuation (another version) replaces it all. */
   kaged_markdown_view_set_text (view, "Other");
-  g_assert_true (gtk_widget_get_first_child (GTK_WIDGET (view)) == gtk_widget_get_last_child (GTK_WIDGET (view)));
-  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (gtk_widget_get_first_child (GTK_WIDGET (view)))), ==, "Other");
+  g_assert_true (gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view))) == gtk_widget_get_last_child (blocks_of (GTK_WIDGET (view))));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view))))), ==, "Other");
 
   gtk_window_destroy (window);
 }
@@ -1058,7 +1066,7 @@ test_markdown_long_paragraph (void)
   kaged_markdown_view_set_text (view, text->str);
   iterate ();
 
-  label = gtk_widget_get_first_child (GTK_WIDGET (view));
+  label = gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view)));
   g_assert_true (GTK_IS_LABEL (label));
   g_assert_cmpint (min_width (label), >=, 100);
   gtk_window_destroy (window);
@@ -1238,7 +1246,7 @@ test_markdown_long_reply_drawn_in_part (void)
   {
     GtkSnapshot *snapshot = gtk_snapshot_new ();
     g_autoptr(GskRenderNode) node = NULL;
-    GtkWidget *last = gtk_widget_get_last_child (view);
+    GtkWidget *last = gtk_widget_get_last_child (blocks_of (view));
     graphene_rect_t bounds;
     graphene_rect_t drawn;
 
@@ -1414,7 +1422,7 @@ test_markdown_long_reply_grows_at_end (void)
     }
   g_assert_cmpuint (kaged_markdown_view_get_group_layouts (KAGED_MARKDOWN_VIEW (view)), ==, layouts);
   g_assert_cmpuint (kaged_markdown_view_get_widgets_built (KAGED_MARKDOWN_VIEW (view)), ==, built);
-  g_assert_true (g_str_has_suffix (gtk_label_get_text (GTK_LABEL (gtk_widget_get_last_child (view))),
+  g_assert_true (g_str_has_suffix (gtk_label_get_text (GTK_LABEL (gtk_widget_get_last_child (blocks_of (view)))),
                                    "word word"));
   g_assert_cmpint (gtk_widget_get_height (view), >, height);
 
@@ -1440,7 +1448,7 @@ test_markdown_long_reply_grows_at_end (void)
 
   /* A block that has the focus (its text being selected) keeps it. */
   {
-    GtkWidget *focused = gtk_widget_get_last_child (view);
+    GtkWidget *focused = gtk_widget_get_last_child (blocks_of (view));
 
     g_assert_true (gtk_widget_grab_focus (focused));
     for (guint i = 260; i < 300; i++)

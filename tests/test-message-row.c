@@ -394,6 +394,30 @@ test_code_block_dark (void)
   gtk_window_destroy (window);
 }
 
+/* Code that streams in is highlighted in the frame that shows it: no idle
+ * lays out and draws the window again for its colours. */
+static void
+test_code_block_highlights_growth (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkWindow *window = show_in_window (GTK_WIDGET (block));
+  GtkTextBuffer *buffer = GTK_TEXT_BUFFER (kaged_code_block_get_buffer (block));
+  GtkTextIter iter;
+  GSList *tags;
+
+  kaged_code_block_set_language (block, "c");
+  kaged_code_block_set_code (block, "int a;\n");
+  iterate ();
+
+  kaged_code_block_set_code (block, "int a;\nreturn a;\n");
+  gtk_text_buffer_get_iter_at_line (buffer, &iter, 1);
+  tags = gtk_text_iter_get_tags (&iter);
+  g_assert_nonnull (tags);
+  g_slist_free (tags);
+
+  gtk_window_destroy (window);
+}
+
 static void
 test_code_block_copy (void)
 {
@@ -1631,6 +1655,7 @@ main (int   argc,
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);
+  g_test_add_func ("/code-block/highlights-growth", test_code_block_highlights_growth);
 
 #define ROW_TEST(path, func) \
   g_test_add (path, RowFixture, NULL, row_fixture_set_up, func, row_fixture_tear_down)

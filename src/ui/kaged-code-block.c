@@ -337,11 +337,25 @@ kaged_code_block_set_code (KagedCodeBlock *self,
 
   if (code != NULL && self->code != NULL && g_str_has_prefix (code, self->code))
     {
-      GtkTextIter end;
+      GtkTextIter start, end;
+      int line;
 
       gtk_text_buffer_get_end_iter (GTK_TEXT_BUFFER (self->buffer), &end);
+      line = gtk_text_iter_get_line (&end);
       gtk_text_buffer_insert (GTK_TEXT_BUFFER (self->buffer), &end,
                               code + strlen (self->code), -1);
+
+      /* What was added is highlighted now, in the frame that shows it,
+       * rather than from an idle that would lay out and draw the window
+       * once more; only it, so that this stays short however long the
+       * code grows. */
+      if (gtk_source_buffer_get_highlight_syntax (self->buffer) &&
+          gtk_source_buffer_get_language (self->buffer) != NULL)
+        {
+          gtk_text_buffer_get_iter_at_line (GTK_TEXT_BUFFER (self->buffer), &start, line);
+          gtk_text_buffer_get_end_iter (GTK_TEXT_BUFFER (self->buffer), &end);
+          gtk_source_buffer_ensure_highlight (self->buffer, &start, &end);
+        }
     }
   else
     {

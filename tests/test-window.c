@@ -984,13 +984,20 @@ test_narrow (Fixture       *fixture,
 /* Whether the window's content is at most (data > 0) or at least (data < 0)
  * that wide. */
 static gboolean
+width_within (Fixture    *fixture,
+              const char *name,
+              int         bound)
+{
+  int width = gtk_widget_get_width (child (fixture, name));
+
+  return bound > 0 ? width > 0 && width <= bound : width >= -bound;
+}
+
+static gboolean
 content_width_within (Fixture       *fixture,
                       gconstpointer  data)
 {
-  int bound = GPOINTER_TO_INT (data);
-  int width = gtk_widget_get_width (child (fixture, "toast_overlay"));
-
-  return bound > 0 ? width > 0 && width <= bound : width >= -bound;
+  return width_within (fixture, "toast_overlay", GPOINTER_TO_INT (data));
 }
 
 static gboolean
@@ -1004,10 +1011,7 @@ static gboolean
 model_label_room (Fixture       *fixture,
                   gconstpointer  data)
 {
-  int bound = GPOINTER_TO_INT (data);
-  int width = gtk_widget_get_width (child (fixture, "model_chooser"));
-
-  return bound > 0 ? width > 0 && width <= bound : width >= -bound;
+  return width_within (fixture, "model_chooser", GPOINTER_TO_INT (data));
 }
 
 /* What a window manager does to a window it maximizes on a screen of that

@@ -868,17 +868,28 @@ snapshot_children (GtkWidget   *widget,
  * streams every frame would draw all of its blocks again: only the shelves
  * and groups within a screen of the visible part are drawn.
  */
+/* Draws the children of @widget, only those near what is visible when
+ * @may_cull and that is known. */
+static void
+snapshot_near_visible (GtkWidget         *widget,
+                       GtkSnapshot       *snapshot,
+                       KagedMarkdownView *view,
+                       gboolean           may_cull)
+{
+  float top = 0;
+  float bottom = 0;
+  gboolean cull = may_cull && view != NULL && visible_range (view, widget, &top, &bottom);
+
+  snapshot_children (widget, snapshot, cull, top, bottom);
+}
+
 static void
 kaged_markdown_view_snapshot (GtkWidget   *widget,
                               GtkSnapshot *snapshot)
 {
   KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
-  float top = 0;
-  float bottom = 0;
-  gboolean cull;
 
-  cull = self->n_grouped >= CULL_MIN_BLOCKS && visible_range (self, widget, &top, &bottom);
-  snapshot_children (widget, snapshot, cull, top, bottom);
+  snapshot_near_visible (widget, snapshot, self, self->n_grouped >= CULL_MIN_BLOCKS);
 }
 
 static void
@@ -886,12 +897,8 @@ kaged_markdown_group_snapshot (GtkWidget   *widget,
                                GtkSnapshot *snapshot)
 {
   KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
-  float top = 0;
-  float bottom = 0;
-  gboolean cull;
 
-  cull = self->shelf && self->view != NULL && visible_range (self->view, widget, &top, &bottom);
-  snapshot_children (widget, snapshot, cull, top, bottom);
+  snapshot_near_visible (widget, snapshot, self->view, self->shelf);
 }
 
 /* --- the widget ---------------------------------------------------------------------- */

@@ -38,6 +38,32 @@ show_in_window (GtkWidget *widget)
   return window;
 }
 
+static guint frames_painted;
+
+static void
+count_frame_cb (GdkFrameClock *clock,
+                gpointer       user_data)
+{
+  frames_painted++;
+}
+
+/* Draws @n frames of @window, as the frame clock does while a reply streams. */
+static void
+run_frames (GtkWindow *window,
+            guint      n)
+{
+  GdkFrameClock *clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (window)));
+  gulong handler = g_signal_connect (clock, "after-paint", G_CALLBACK (count_frame_cb), NULL);
+  guint until = frames_painted + n;
+
+  while (frames_painted < until)
+    {
+      gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
+      g_main_context_iteration (NULL, TRUE);
+    }
+  g_signal_handler_disconnect (clock, handler);
+}
+
 typedef gboolean (*Match) (GtkWidget  *widget,
                            const char *data);
 
@@ -414,6 +440,104 @@ test_code_block_highlights_growth (void)
   tags = gtk_text_iter_get_tags (&iter);
   g_assert_nonnull (tags);
   g_slist_free (tags);
+
+  gtk_window_destroy (window);
+}
+
+typedef struct
+{
+  KagedCodeBlock *block;
+  const char *code;
+  gboolean grown;
+} GrowInFrame;
+
+static gboolean
+grow_in_frame_cb (GtkWidget     *widget,
+                  GdkFrameClock *clock,
+                  gpointer       user_data)
+{
+  GrowInFrame *grow = user_data;
+
+  kaged_code_block_set_code (grow->block, grow->code);
+  grow->grown = TRUE;
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+count_layout_cb (GdkFrameClock *clock,
+                 gpointer       user_data)
+{
+  guint *layouts = user_data;
+
+  (*layouts)++;
+}
+
+static gboolean
+quit_loop_cb (gpointer user_data)
+{
+  g_main_loop_quit (user_data);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* How many times @window is laid out in the next @ms milliseconds. */
+static guint
+count_layouts (GtkWindow *window,
+               guint      ms)
+{
+  GdkFrameClock *clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (window)));
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  guint layouts = 0;
+  gulong handler = g_signal_connect (clock, "layout", G_CALLBACK (count_layout_cb), &layouts);
+
+  g_timeout_add (ms, quit_loop_cb, loop);
+  g_main_loop_run (loop);
+  g_signal_handler_disconnect (clock, handler);
+
+  return layouts;
+}
+
+/* Code that streams in, as a reply's update does, from a frame's tick: the
+ * frame that adds the lines lays them out at their full height, and no
+ * later frame lays out the window again to make room for them. */
+static void
+test_code_block_grows_in_one_frame (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkWidget *scrolled = gtk_scrolled_window_new ();
+  GtkWidget *view = find_widget (GTK_WIDGET (block), is_text_view, NULL);
+  g_autoptr(GString) code = g_string_new ("int a;\n");
+  GrowInFrame grow = { block, NULL, FALSE };
+  GtkWindow *window;
+  int before;
+
+  /* As in a conversation: the window keeps its size while the code grows. */
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scrolled), GTK_WIDGET (block));
+  window = show_in_window (scrolled);
+  kaged_code_block_set_language (block, "c");
+  kaged_code_block_set_code (block, code->str);
+  run_frames (window, 3);
+  count_layouts (window, 200);
+
+  for (guint round = 0; round < 3; round++)
+    {
+      int grown;
+
+      before = gtk_widget_get_height (view);
+      for (guint i = 0; i < 12; i++)
+        g_string_append_printf (code, "int b%u_%u = %u;\n", round, i, i);
+      grow.code = code->str;
+      grow.grown = FALSE;
+      gtk_widget_add_tick_callback (GTK_WIDGET (block), grow_in_frame_cb, &grow, NULL);
+      while (!grow.grown)
+        g_main_context_iteration (NULL, TRUE);
+      grown = gtk_widget_get_height (view);
+
+      g_assert_cmpint (grown, >, before);
+      g_assert_cmpuint (count_layouts (window, 200), ==, 0);
+      g_assert_cmpint (gtk_widget_get_height (view), ==, grown);
+    }
 
   gtk_window_destroy (window);
 }
@@ -1265,7 +1389,9 @@ test_markdown_long_reply_drawn_in_part (void)
   /* Scrolled to the end: the last paragraph is among those drawn. */
   gtk_adjustment_set_value (gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroller)),
                             G_MAXDOUBLE);
-  iterate ();
+  /* Laid out there: a frame, which an idle iteration may not reach. */
+  run_frames (window, 2);
+  g_assert_cmpuint (drawn_paragraphs (view), >, 0);
   g_assert_cmpuint (drawn_paragraphs (view), <, 100);
   {
     GtkSnapshot *snapshot = gtk_snapshot_new ();
@@ -1276,37 +1402,12 @@ test_markdown_long_reply_drawn_in_part (void)
 
     GTK_WIDGET_GET_CLASS (view)->snapshot (view, snapshot);
     node = gtk_snapshot_free_to_node (snapshot);
+    g_assert_nonnull (node);
     gsk_render_node_get_bounds (node, &drawn);
     g_assert_true (gtk_widget_compute_bounds (last, view, &bounds));
     g_assert_cmpfloat (drawn.origin.y + drawn.size.height, >=, bounds.origin.y + bounds.size.height - 1);
   }
   gtk_window_destroy (window);
-}
-
-static guint frames_painted;
-
-static void
-count_frame_cb (GdkFrameClock *clock,
-                gpointer       user_data)
-{
-  frames_painted++;
-}
-
-/* Draws @n frames of @window, as the frame clock does while a reply streams. */
-static void
-run_frames (GtkWindow *window,
-            guint      n)
-{
-  GdkFrameClock *clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (window)));
-  gulong handler = g_signal_connect (clock, "after-paint", G_CALLBACK (count_frame_cb), NULL);
-  guint until = frames_painted + n;
-
-  while (frames_painted < until)
-    {
-      gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
-      g_main_context_iteration (NULL, TRUE);
-    }
-  g_signal_handler_disconnect (clock, handler);
 }
 
 static void
@@ -1656,6 +1757,7 @@ main (int   argc,
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);
   g_test_add_func ("/code-block/highlights-growth", test_code_block_highlights_growth);
+  g_test_add_func ("/code-block/grows-in-one-frame", test_code_block_grows_in_one_frame);
 
 #define ROW_TEST(path, func) \
   g_test_add (path, RowFixture, NULL, row_fixture_set_up, func, row_fixture_tear_down)

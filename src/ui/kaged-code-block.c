@@ -13,6 +13,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-code-block.h"
+#include "kaged-code-view.h"
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define GUESS_BYTES 512
@@ -275,7 +276,7 @@ kaged_code_block_class_init (KagedCodeBlockClass *klass)
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_source_init ();
-  g_type_ensure (GTK_SOURCE_TYPE_VIEW);
+  g_type_ensure (KAGED_TYPE_CODE_VIEW);
   g_type_ensure (GTK_SOURCE_TYPE_BUFFER);
 
   gtk_widget_class_set_template_from_resource (widget_class,

@@ -824,12 +824,10 @@ visible_range (KagedMarkdownView *self,
 {
   graphene_rect_t visible;
 
+  /* A scrollable places what it scrolls (a viewport its child, a list its
+   * rows) where the scrolling puts it: its bounds are what it shows. */
   if (self->scrollable == NULL || !gtk_widget_compute_bounds (self->scrollable, widget, &visible))
     return FALSE;
-
-  /* A viewport scrolls its child when drawing it, not by placing it. */
-  if (GTK_IS_VIEWPORT (self->scrollable) && self->vadjustment != NULL)
-    visible.origin.y += gtk_adjustment_get_value (self->vadjustment);
 
   *top = visible.origin.y - visible.size.height;
   *bottom = visible.origin.y + 2 * visible.size.height;

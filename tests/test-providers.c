@@ -1213,32 +1213,18 @@ test_bad_certificate (void)
   soup_server_disconnect (server);
 }
 
-/* A server that answers with a length it never delivers, then hangs up. */
-static gpointer
-hang_up_thread (gpointer user_data)
+/* Reads a whole request from @connection, as a server does before it answers. */
+static void
+read_request (GSocketConnection *connection)
 {
-  GSocketListener *listener = user_data;
-  g_autoptr(GSocketConnection) connection = NULL;
+  GInputStream *input = g_io_stream_get_input_stream (G_IO_STREAM (connection));
   g_autoptr(GString) request = g_string_new (NULL);
-  g_autoptr(GError) error = NULL;
-  const char *answer =
-    "HTTP/1.1 200 OK\r\n"
-    "Content-Type: text/event-stream\r\n"
-    "Content-Length: 100000\r\n"
-    "x-request-id: req_hang_up\r\n"
-    "\r\n"
-    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Half\"}}]}\n\n";
-  GInputStream *input;
   gsize content_length = 0;
   const char *end = NULL;
 
-  connection = g_socket_listener_accept (listener, NULL, NULL, &error);
-  g_assert_no_error (error);
-  input = g_io_stream_get_input_stream (G_IO_STREAM (connection));
-
-  /* Read the whole request before answering. */
   for (;;)
     {
+      g_autoptr(GError) error = NULL;
       char buffer[4096];
       gssize n;
 
@@ -1258,13 +1244,132 @@ hang_up_thread (gpointer user_data)
       g_string_append_len (request, buffer, n);
       end = NULL;
     }
+}
+
+static void
+write_answer (GSocketConnection *connection,
+              const char        *answer)
+{
+  g_autoptr(GError) error = NULL;
 
   g_output_stream_write_all (g_io_stream_get_output_stream (G_IO_STREAM (connection)),
                              answer, strlen (answer), NULL, NULL, &error);
   g_assert_no_error (error);
+}
+
+/* A server that answers with a length it never delivers, then hangs up. */
+static gpointer
+hang_up_thread (gpointer user_data)
+{
+  GSocketListener *listener = user_data;
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+
+  connection = g_socket_listener_accept (listener, NULL, NULL, &error);
+  g_assert_no_error (error);
+  read_request (connection);
+  write_answer (connection,
+                "HTTP/1.1 200 OK\r\n"
+                "Content-Type: text/event-stream\r\n"
+                "Content-Length: 100000\r\n"
+                "x-request-id: req_hang_up\r\n"
+                "\r\n"
+                "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Half\"}}]}\n\n");
   g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
 
   return NULL;
+}
+
+#define TRICKLE_EVENTS 80
+#define TRICKLE_GAP_US 2000
+
+/* A server that sends its answer the way a fast model does: one event per
+ * chunk, a couple of milliseconds apart. */
+static gpointer
+trickle_thread (gpointer user_data)
+{
+  GSocketListener *listener = user_data;
+  g_autoptr(GSocketConnection) connection = NULL;
+  g_autoptr(GError) error = NULL;
+
+  connection = g_socket_listener_accept (listener, NULL, NULL, &error);
+  g_assert_no_error (error);
+  read_request (connection);
+  write_answer (connection,
+                "HTTP/1.1 200 OK\r\n"
+                "Content-Type: text/event-stream\r\n"
+                "Transfer-Encoding: chunked\r\n"
+                "\r\n");
+
+  for (guint i = 0; i <= TRICKLE_EVENTS; i++)
+    {
+      g_autofree char *event = NULL;
+      g_autofree char *chunk = NULL;
+
+      if (i < TRICKLE_EVENTS)
+        event = g_strdup_printf ("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%u \"}}]}\n\n", i);
+      else
+        event = g_strdup ("data: [DONE]\n\n");
+      chunk = g_strdup_printf ("%zx\r\n%s\r\n", strlen (event), event);
+      write_answer (connection, chunk);
+      g_usleep (TRICKLE_GAP_US);
+    }
+  write_answer (connection, "0\r\n\r\n");
+  g_io_stream_close (G_IO_STREAM (connection), NULL, NULL);
+
+  return NULL;
+}
+
+static guint polls;
+
+static int
+counting_poll (GPollFD *fds,
+               guint    n_fds,
+               int      timeout)
+{
+  polls++;
+
+  return g_poll (fds, n_fds, timeout);
+}
+
+/* A fast stream wakes the main loop for a few events at a time, not for
+ * each: every wake-up costs the window a share of its frame. */
+static void
+test_trickle_batched (void)
+{
+  g_autoptr(GSocketListener) listener = g_socket_listener_new ();
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) effective = NULL;
+  g_autoptr(KagedProvider) provider = NULL;
+  g_autoptr(KagedChat) chat = chat_new ();
+  g_autoptr(GString) expected = g_string_new (NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *base = NULL;
+  GThread *thread;
+  Call call = { 0, };
+
+  g_socket_listener_add_address (listener, address, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                                 NULL, &effective, &error);
+  g_assert_no_error (error);
+  base = g_strdup_printf ("http://127.0.0.1:%u/v1",
+                          g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
+  thread = g_thread_new ("trickle", trickle_thread, listener);
+
+  provider = kaged_openai_provider_new (NULL, base, "gpt-4o-mini", API_KEY);
+  polls = 0;
+  g_main_context_set_poll_func (NULL, counting_poll);
+  run_chat (provider, chat, NULL, &call);
+  g_main_context_set_poll_func (NULL, g_poll);
+  g_thread_join (thread);
+
+  for (guint i = 0; i < TRICKLE_EVENTS; i++)
+    g_string_append_printf (expected, "w%u ", i);
+  g_assert_no_error (call.error);
+  g_assert_cmpstr (call.text->str, ==, expected->str);
+  g_test_message ("%u events, %u main loop wake-ups", TRICKLE_EVENTS, polls);
+  g_assert_cmpuint (polls, <=, TRICKLE_EVENTS / 2);
+  call_clear (&call);
 }
 
 static void
@@ -1484,6 +1589,7 @@ main (int   argc,
   g_test_add_func ("/providers/bad-base-url", test_bad_base_url);
   g_test_add_func ("/providers/bad-certificate", test_bad_certificate);
   g_test_add_func ("/providers/hang-up-after-delta", test_hang_up_after_delta);
+  g_test_add_func ("/providers/trickle-batched", test_trickle_batched);
   g_test_add_func ("/providers/key-never-logged", test_key_never_logged);
 
   return g_test_run ();

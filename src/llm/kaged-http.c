@@ -408,6 +408,10 @@ kaged_http_add_messages (JsonBuilder *builder,
 
 /* How much of a body that is not a stream is kept to classify it. */
 #define UNRECOGNIZED_MAX (64 * 1024)
+/* While a reply streams, how long a read waits for more to gather, and how
+ * much it takes at once. */
+#define BATCH_PAUSE_MS 20
+#define BATCH_MAX_BYTES (256 * 1024)
 
 typedef enum
 {
@@ -429,6 +433,8 @@ typedef struct
   GInputStream       *stream;
   GSource            *deadline;
   GSource            *overall;
+  GSource            *pause;
+  guint8             *buffer;
   GByteArray         *error_body;
   GByteArray         *unrecognized;
   guint               first_byte_timeout_ms;
@@ -447,6 +453,11 @@ typedef struct
 static void
 stream_free (Stream *state)
 {
+  if (state->pause != NULL)
+    {
+      g_source_destroy (state->pause);
+      g_clear_pointer (&state->pause, g_source_unref);
+    }
   if (state->deadline != NULL)
     {
       g_source_destroy (state->deadline);
@@ -469,6 +480,7 @@ stream_free (Stream *state)
   g_clear_pointer (&state->error_body, g_byte_array_unref);
   g_clear_pointer (&state->unrecognized, g_byte_array_unref);
   forget_key (&state->api_key);
+  g_free (state->buffer);
   g_free (state);
 }
 
@@ -543,6 +555,8 @@ drain_body (GInputStream *stream)
 
 static void read_next (GTask    *task,
                        gboolean  progress);
+static void pause_then_read (GTask    *task,
+                             gboolean  progress);
 
 static gboolean
 deadline_cb (gpointer user_data)
@@ -812,16 +826,176 @@ error_body_read_cb (GObject      *object,
   return_error (task, classified);
 }
 
+/* Hands @size bytes of the body to the decoder. Returns %FALSE when
+ * that ended the call: an error, the reply's end marker, a cancel from
+ * a ::delta handler. */
+static gboolean
+consume (GTask      *task,
+         const char *data,
+         gsize       size)
+{
+  Stream *state = g_task_get_task_data (task);
+  KagedStreamDecoder *decoder = state->decoder;
+  g_autoptr(GError) error = NULL;
+
+  state->received += size;
+  if (state->received > state->max_reply_size)
+    {
+      g_autofree char *cap = g_format_size (state->max_reply_size);
+
+      return_error (task,
+                    kaged_provider_error_new (KAGED_RETRY_CLASS_PROTOCOL_ERROR,
+                                              _("The provider’s reply went on past %s"),
+                                              cap));
+      return FALSE;
+    }
+
+  if (!decoder->recognized && state->unrecognized->len < UNRECOGNIZED_MAX)
+    g_byte_array_append (state->unrecognized, (const guint8 *)data,
+                         MIN (size, UNRECOGNIZED_MAX - state->unrecognized->len));
+
+  if (!decoder->feed (decoder, data, size, &error))
+    {
+      return_error (task, g_steal_pointer (&error));
+      return FALSE;
+    }
+
+  /* The reply is complete at its end marker: a server that keeps the
+   * connection open after it must not keep the caller waiting. */
+  if (decoder->done)
+    {
+      return_success (task);
+      return FALSE;
+    }
+
+  /* A ::delta handler may have cancelled. */
+  if (g_cancellable_is_cancelled (state->caller))
+    {
+      return_error (task, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, _("Cancelled")));
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+/* Progress is a line completed, not a byte that came. */
+static gboolean
+completes_line (const char *data,
+                gsize       size)
+{
+  return memchr (data, '\n', size) != NULL || memchr (data, '\r', size) != NULL;
+}
+
+/* Takes what else of the body has already come, without waiting for
+ * more. Returns %FALSE when that ended the call; @taken and @progress
+ * say whether anything came and whether it completed a line. */
+static gboolean
+take_available (GTask    *task,
+                gboolean *taken,
+                gboolean *progress)
+{
+  Stream *state = g_task_get_task_data (task);
+  GPollableInputStream *pollable;
+  gsize total = 0;
+
+  if (!G_IS_POLLABLE_INPUT_STREAM (state->stream) ||
+      !g_pollable_input_stream_can_poll (G_POLLABLE_INPUT_STREAM (state->stream)))
+    return TRUE;
+
+  pollable = G_POLLABLE_INPUT_STREAM (state->stream);
+  if (state->buffer == NULL)
+    state->buffer = g_malloc (KAGED_HTTP_READ_SIZE);
+
+  while (total < BATCH_MAX_BYTES)
+    {
+      g_autoptr(GError) error = NULL;
+      gssize n;
+
+      n = g_pollable_input_stream_read_nonblocking (pollable, state->buffer, KAGED_HTTP_READ_SIZE,
+                                                    state->cancellable, &error);
+      if (n < 0 && g_error_matches (error, G_IO_ERROR, G_IO_ERROR_WOULD_BLOCK))
+        break;
+      if (n < 0)
+        {
+          return_transport_error (task, error);
+          return FALSE;
+        }
+      if (n == 0)
+        {
+          state->at_end = TRUE;
+          end_of_body (task);
+          return FALSE;
+        }
+
+      *taken = TRUE;
+      *progress = *progress || completes_line ((const char *)state->buffer, n);
+      total += n;
+      if (!consume (task, (const char *)state->buffer, n))
+        return FALSE;
+    }
+
+  return TRUE;
+}
+
+static gboolean
+pause_cb (gpointer user_data)
+{
+  GTask *task = user_data;
+  Stream *state = g_task_get_task_data (task);
+  gboolean taken = FALSE;
+  gboolean progress = FALSE;
+
+  g_clear_pointer (&state->pause, g_source_unref);
+
+  if (!take_available (task, &taken, &progress))
+    return G_SOURCE_REMOVE;
+
+  if (taken)
+    {
+      /* Still coming fast: gather again. */
+      pause_then_read (g_object_ref (task), progress);
+      return G_SOURCE_REMOVE;
+    }
+
+  read_next (g_object_ref (task), FALSE);
+
+  return G_SOURCE_REMOVE;
+}
+
+/*
+ * A fast model sends an event every few milliseconds. Read one by one,
+ * each would wake the main loop, where the window draws its frames;
+ * instead, after each read the rest of the body is gathered once a short
+ * pause has let a few more events come, and the next wait for data
+ * starts only when a pause found none.
+ */
+static void
+pause_then_read (GTask    *task,
+                 gboolean  progress)
+{
+  Stream *state = g_task_get_task_data (task);
+
+  if (progress || state->deadline == NULL)
+    arm_deadline (state, state->idle_timeout_ms);
+
+  g_assert (state->pause == NULL);
+  state->pause = g_timeout_source_new (BATCH_PAUSE_MS);
+  g_source_set_static_name (state->pause, "[kaged] http gather");
+  g_source_set_priority (state->pause, KAGED_RUN_PRIORITY);
+  g_source_set_callback (state->pause, pause_cb, task, g_object_unref);
+  g_source_attach (state->pause, g_main_context_get_thread_default ());
+}
+
 static void
 body_read_cb (GObject      *object,
               GAsyncResult *result,
               gpointer      user_data)
 {
   g_autoptr(GTask) task = user_data;
-  Stream *state = g_task_get_task_data (task);
-  KagedStreamDecoder *decoder = state->decoder;
   g_autoptr(GBytes) bytes = NULL;
   g_autoptr(GError) error = NULL;
+  gboolean taken = FALSE;
+  gboolean progress;
   const char *data;
   gsize size;
 
@@ -836,51 +1010,21 @@ body_read_cb (GObject      *object,
   data = g_bytes_get_data (bytes, &size);
   if (size == 0)
     {
+      Stream *state = g_task_get_task_data (task);
+
       state->at_end = TRUE;
       end_of_body (task);
       return;
     }
 
-  state->received += size;
-  if (state->received > state->max_reply_size)
-    {
-      g_autofree char *cap = g_format_size (state->max_reply_size);
+  if (!consume (task, data, size))
+    return;
+  progress = completes_line (data, size);
 
-      return_error (task,
-                    kaged_provider_error_new (KAGED_RETRY_CLASS_PROTOCOL_ERROR,
-                                              _("The provider’s reply went on past %s"),
-                                              cap));
-      return;
-    }
+  if (!take_available (task, &taken, &progress))
+    return;
 
-  if (!decoder->recognized && state->unrecognized->len < UNRECOGNIZED_MAX)
-    g_byte_array_append (state->unrecognized, (const guint8 *)data,
-                         MIN (size, UNRECOGNIZED_MAX - state->unrecognized->len));
-
-  if (!decoder->feed (decoder, data, size, &error))
-    {
-      return_error (task, g_steal_pointer (&error));
-      return;
-    }
-
-  /* The reply is complete at its end marker: a server that keeps the
-   * connection open after it must not keep the caller waiting. */
-  if (decoder->done)
-    {
-      return_success (task);
-      return;
-    }
-
-  /* A ::delta handler may have cancelled. */
-  if (g_cancellable_is_cancelled (state->caller))
-    {
-      return_error (task, g_error_new_literal (G_IO_ERROR, G_IO_ERROR_CANCELLED, _("Cancelled")));
-      return;
-    }
-
-  /* Progress is a line completed, not a byte that came. */
-  read_next (g_steal_pointer (&task),
-             memchr (data, '\n', size) != NULL || memchr (data, '\r', size) != NULL);
+  pause_then_read (g_steal_pointer (&task), progress);
 }
 
 static void

@@ -75,6 +75,21 @@ count (KagedStore *store,
   return n;
 }
 
+/* FTS5 checks its index against the messages and titles it was built
+ * from: every word of every row is there, and nothing else. */
+static void
+assert_index_intact (const char *path)
+{
+  sqlite3 *db = NULL;
+
+  g_assert_cmpint (sqlite3_open (path, &db), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db, "INSERT INTO messages_search (messages_search) "
+                                     "VALUES ('integrity-check')", NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db, "INSERT INTO sessions_search (sessions_search) "
+                                     "VALUES ('integrity-check')", NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (db);
+}
+
 static void
 test_follows_changes (void)
 {
@@ -121,13 +136,32 @@ test_follows_changes (void)
   g_assert_cmpuint (count (store, "sóurdough rise", -1), ==, 1);
   g_assert_cmpuint (count (store, "sourdough bread", -1), ==, 0);
 
-  /* A streamed reply is found by its newest text only. */
+  /* A reply is found once it has stopped streaming, by its last text:
+   * the text it streams is saved every few hundred milliseconds, and
+   * indexing all of it each time would cost more than the saving. */
   g_assert_cmpuint (count (store, "hours", -1), ==, 0);
+  kaged_message_set_content (reply, "Four to six hours");
+  g_assert_true (kaged_store_save_streaming_text (store, reply, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count (store, "hours", -1), ==, 0);
+  g_assert_cmpuint (count (store, "usually", -1), ==, 0);
   kaged_message_set_content (reply, "Four to six hours at room temperature.");
+  kaged_message_set_status (reply, KAGED_MESSAGE_STATUS_COMPLETE);
   g_assert_true (kaged_store_update_message (store, reply, &error));
   g_assert_no_error (error);
   g_assert_cmpuint (count (store, "hours", kaged_message_get_id (reply)), ==, 1);
+  g_assert_cmpuint (count (store, "temperature", kaged_message_get_id (reply)), ==, 1);
   g_assert_cmpuint (count (store, "usually", -1), ==, 0);
+  assert_index_intact (path);
+
+  /* Changed again once finished (a failed reply's text kept, say). */
+  kaged_message_set_content (reply, "Four to six hours, or overnight in the fridge.");
+  kaged_message_set_status (reply, KAGED_MESSAGE_STATUS_FAILED);
+  g_assert_true (kaged_store_update_message (store, reply, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count (store, "fridge", kaged_message_get_id (reply)), ==, 1);
+  g_assert_cmpuint (count (store, "temperature", -1), ==, 0);
+  assert_index_intact (path);
 
   /* Renamed, then deleted. */
   g_assert_true (kaged_store_rename_session (store, id, "Sourdough", &error));
@@ -221,6 +255,56 @@ test_migrated (void)
   remove_dir (dir);
 }
 
+/* A reply left streaming by a version that indexed streaming text leaves
+ * the index at the upgrade, and is indexed once, as the store finds it
+ * interrupted. */
+static void
+test_migrated_streaming (void)
+{
+  g_autofree char *dir = make_dir ();
+  g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
+  g_autofree char *fixture = g_test_build_filename (G_TEST_DIST, "fixtures", "store",
+                                                    "schema-v6.sql", NULL);
+  g_autofree char *sql = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedMessage) reply = NULL;
+  sqlite3 *db = NULL;
+
+  g_file_get_contents (fixture, &sql, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (sqlite3_open (path, &db), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+  g_assert_cmpint (sqlite3_exec (db,
+                                 "INSERT INTO messages (id, session_id, role, content, created_at, "
+                                 "                      run_id, status, anchor_id) "
+                                 "VALUES (100, 4, 'agent', 'Halfway through a zeppelin', "
+                                 "        1700002002000, 9, 'streaming', 15)",
+                                 NULL, NULL, NULL), ==, SQLITE_OK);
+  sqlite3_close (db);
+
+  /* Opened, it was interrupted: it stopped streaming, and is found once. */
+  store = kaged_store_open (path, &error);
+  g_assert_no_error (error);
+  reply = kaged_store_get_message (store, 100, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_INTERRUPTED);
+  g_assert_cmpuint (count (store, "zeppelin", 100), ==, 1);
+  assert_index_intact (path);
+
+  /* Its words leave the index with it: none is left over from before. */
+  kaged_message_set_content (reply, "The airship landed.");
+  kaged_message_set_status (reply, KAGED_MESSAGE_STATUS_COMPLETE);
+  g_assert_true (kaged_store_update_message (store, reply, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count (store, "airship", 100), ==, 1);
+  g_assert_cmpuint (count (store, "zeppelin", -1), ==, 0);
+  assert_index_intact (path);
+
+  g_clear_object (&store);
+  remove_dir (dir);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -231,6 +315,7 @@ main (int   argc,
   g_test_add_func ("/store-search/query-is-text", test_query_is_text);
   g_test_add_func ("/store-search/markup", test_markup);
   g_test_add_func ("/store-search/migrated", test_migrated);
+  g_test_add_func ("/store-search/migrated-streaming", test_migrated_streaming);
 
   return g_test_run ();
 }

@@ -232,6 +232,7 @@ gboolean        _kaged_store_read_version (KagedStore  *self,
                                            GError     **error);
 extern const char _kaged_store_schema_v5[];
 extern const char _kaged_store_schema_v6[];
+extern const char _kaged_store_schema_v7[];
 
 gboolean        _kaged_store_migrate (KagedStore  *self,
                                       gint64       version,

@@ -184,7 +184,9 @@ static const char schema_v4[] =
 /* Version 5: the search index, in kaged-store-search.c. */
 /* Version 6: per-conversation profile, model and system prompt, the model
  * each run used, and the model lists of profiles, in kaged-store-settings.c. */
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 6);
+/* Version 7: replies indexed for search once they stop streaming, in
+ * kaged-store-search.c. */
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 7);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -327,6 +329,11 @@ _kaged_store_migrate (KagedStore  *self,
 
     case 5:
       if (!migrate_step (self, 6, _kaged_store_schema_v6, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 6:
+      if (!migrate_step (self, 7, _kaged_store_schema_v7, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

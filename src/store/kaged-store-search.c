@@ -14,8 +14,9 @@
 
 /*
  * Full-text search over conversation titles and message text, on SQLite
- * FTS5 tables that triggers keep in step with `sessions` and `messages`.
- * Both are external-content tables: the text lives once, in its own table.
+ * FTS5 tables that triggers keep in step with `sessions` and `messages`
+ * (a reply once it has stopped streaming). Both are external-content
+ * tables: the text lives once, in its own table.
  */
 
 /* Version 5: the search index. */
@@ -63,6 +64,41 @@ const char _kaged_store_schema_v5[] =
 
   "INSERT INTO sessions_search (sessions_search) VALUES ('rebuild');\n"
   "INSERT INTO messages_search (messages_search) VALUES ('rebuild');\n";
+
+/*
+ * Version 7: a reply is indexed once it has stopped streaming. While it
+ * streams its text is saved every few hundred milliseconds, and taking all
+ * of it out of the index and back in each time cost far more than saving
+ * it. A message is in the index exactly while its status is not
+ * `streaming`, with its text as it is; replies streaming at the upgrade
+ * leave the index until they end.
+ */
+const char _kaged_store_schema_v7[] =
+  "DROP TRIGGER messages_search_insert;\n"
+  "DROP TRIGGER messages_search_update;\n"
+  "DROP TRIGGER messages_search_delete;\n"
+  "INSERT INTO messages_search (messages_search, rowid, content)\n"
+  "  SELECT 'delete', id, content FROM messages WHERE status = 'streaming';\n"
+
+  "CREATE TRIGGER messages_search_insert AFTER INSERT ON messages\n"
+  "  WHEN NEW.status <> 'streaming'\n"
+  "BEGIN\n"
+  "  INSERT INTO messages_search (rowid, content) VALUES (NEW.id, NEW.content);\n"
+  "END;\n"
+  "CREATE TRIGGER messages_search_update AFTER UPDATE OF content, status ON messages\n"
+  "  WHEN OLD.status <> 'streaming' OR NEW.status <> 'streaming'\n"
+  "BEGIN\n"
+  "  INSERT INTO messages_search (messages_search, rowid, content)\n"
+  "    SELECT 'delete', OLD.id, OLD.content WHERE OLD.status <> 'streaming';\n"
+  "  INSERT INTO messages_search (rowid, content)\n"
+  "    SELECT NEW.id, NEW.content WHERE NEW.status <> 'streaming';\n"
+  "END;\n"
+  "CREATE TRIGGER messages_search_delete AFTER DELETE ON messages\n"
+  "  WHEN OLD.status <> 'streaming'\n"
+  "BEGIN\n"
+  "  INSERT INTO messages_search (messages_search, rowid, content)\n"
+  "    VALUES ('delete', OLD.id, OLD.content);\n"
+  "END;\n";
 
 /* A search is rare and its statements differ by nothing worth keeping:
  * they are prepared for each search. */

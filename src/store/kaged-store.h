@@ -45,7 +45,7 @@ typedef enum
  *
  * The newest schema this build reads and writes (`PRAGMA user_version`).
  */
-#define KAGED_STORE_SCHEMA_VERSION 6
+#define KAGED_STORE_SCHEMA_VERSION 7
 
 #define KAGED_TYPE_STORE_RETRY_STATE (kaged_store_retry_state_get_type ())
 

@@ -501,6 +501,19 @@ test_cancel_during_stream (Fixture       *fixture,
   }
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->server, NULL), ==, 2);
 
+  /* The attempt the cancel cut short is in the cancelled run's log. */
+  {
+    g_autoptr(KagedRun) run = get_run (fixture, receipt->run_id);
+    GPtrArray *attempts = kaged_run_get_attempts (run);
+    KagedAttempt *attempt;
+
+    g_assert_cmpuint (attempts->len, ==, 1);
+    attempt = g_ptr_array_index (attempts, 0);
+    g_assert_cmpstr (attempt->error, ==, "The request was cancelled");
+    g_assert_cmpint (attempt->retry_class, ==, KAGED_RETRY_CLASS_NONE);
+    g_assert_cmpint (attempt->wait_ms, ==, 0);
+  }
+
   /* Cancelling a finished run changes nothing and says so. */
   g_assert_false (kaged_session_manager_cancel (fixture->manager, session_id, receipt->run_id,
                                                 &error));

@@ -170,8 +170,19 @@ _kaged_run_state_attempt_cb (KagedChat          *chat,
   KagedSessionManager *self = state->manager;
   g_autoptr(GError) error = NULL;
 
+  /* A cancelled run is recorded at once; the attempt the cancel cut short
+   * is logged as its call winds down, and kept with the others. */
   if (state->finished)
-    return;
+    {
+      if (state->cancel_requested && !self->shutting_down)
+        {
+          kaged_run_add_attempt (state->run, attempt);
+          if (!kaged_store_append_attempt (self->store, kaged_run_get_id (state->run), attempt,
+                                           &error))
+            warn_store_error ("record an attempt", error);
+        }
+      return;
+    }
 
   kaged_run_add_attempt (state->run, attempt);
   if (!kaged_store_append_attempt (self->store, kaged_run_get_id (state->run), attempt, &error))

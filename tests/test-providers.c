@@ -1257,17 +1257,43 @@ write_answer (GSocketConnection *connection,
   g_assert_no_error (error);
 }
 
+/* The next request to @listener, read whole: a connection to answer on. */
+static GSocketConnection *
+accept_request (GSocketListener *listener)
+{
+  g_autoptr(GError) error = NULL;
+  GSocketConnection *connection = g_socket_listener_accept (listener, NULL, NULL, &error);
+
+  g_assert_no_error (error);
+  read_request (connection);
+
+  return connection;
+}
+
+/* Listens on a port of 127.0.0.1 that a thread serves by hand; returns
+ * the base URL of an OpenAI-compatible provider there. */
+static char *
+listen_by_hand (GSocketListener *listener)
+{
+  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
+  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
+  g_autoptr(GSocketAddress) effective = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_socket_listener_add_address (listener, address, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
+                                 NULL, &effective, &error);
+  g_assert_no_error (error);
+
+  return g_strdup_printf ("http://127.0.0.1:%u/v1",
+                          g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
+}
+
 /* A server that answers with a length it never delivers, then hangs up. */
 static gpointer
 hang_up_thread (gpointer user_data)
 {
-  GSocketListener *listener = user_data;
-  g_autoptr(GSocketConnection) connection = NULL;
-  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocketConnection) connection = accept_request (user_data);
 
-  connection = g_socket_listener_accept (listener, NULL, NULL, &error);
-  g_assert_no_error (error);
-  read_request (connection);
   write_answer (connection,
                 "HTTP/1.1 200 OK\r\n"
                 "Content-Type: text/event-stream\r\n"
@@ -1288,13 +1314,8 @@ hang_up_thread (gpointer user_data)
 static gpointer
 trickle_thread (gpointer user_data)
 {
-  GSocketListener *listener = user_data;
-  g_autoptr(GSocketConnection) connection = NULL;
-  g_autoptr(GError) error = NULL;
+  g_autoptr(GSocketConnection) connection = accept_request (user_data);
 
-  connection = g_socket_listener_accept (listener, NULL, NULL, &error);
-  g_assert_no_error (error);
-  read_request (connection);
   write_answer (connection,
                 "HTTP/1.1 200 OK\r\n"
                 "Content-Type: text/event-stream\r\n"
@@ -1338,22 +1359,13 @@ static void
 test_trickle_batched (void)
 {
   g_autoptr(GSocketListener) listener = g_socket_listener_new ();
-  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
-  g_autoptr(GSocketAddress) effective = NULL;
   g_autoptr(KagedProvider) provider = NULL;
   g_autoptr(KagedChat) chat = chat_new ();
   g_autoptr(GString) expected = g_string_new (NULL);
-  g_autoptr(GError) error = NULL;
-  g_autofree char *base = NULL;
+  g_autofree char *base = listen_by_hand (listener);
   GThread *thread;
   Call call = { 0, };
 
-  g_socket_listener_add_address (listener, address, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
-                                 NULL, &effective, &error);
-  g_assert_no_error (error);
-  base = g_strdup_printf ("http://127.0.0.1:%u/v1",
-                          g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
   thread = g_thread_new ("trickle", trickle_thread, listener);
 
   provider = kaged_openai_provider_new (NULL, base, "gpt-4o-mini", API_KEY);
@@ -1376,21 +1388,12 @@ static void
 test_hang_up_after_delta (void)
 {
   g_autoptr(GSocketListener) listener = g_socket_listener_new ();
-  g_autoptr(GInetAddress) loopback = g_inet_address_new_loopback (G_SOCKET_FAMILY_IPV4);
-  g_autoptr(GSocketAddress) address = g_inet_socket_address_new (loopback, 0);
-  g_autoptr(GSocketAddress) effective = NULL;
   g_autoptr(KagedProvider) provider = NULL;
   g_autoptr(KagedChat) chat = chat_new ();
-  g_autoptr(GError) error = NULL;
-  g_autofree char *base = NULL;
+  g_autofree char *base = listen_by_hand (listener);
   GThread *thread;
   Call call = { 0, };
 
-  g_socket_listener_add_address (listener, address, G_SOCKET_TYPE_STREAM, G_SOCKET_PROTOCOL_TCP,
-                                 NULL, &effective, &error);
-  g_assert_no_error (error);
-  base = g_strdup_printf ("http://127.0.0.1:%u/v1",
-                          g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (effective)));
   thread = g_thread_new ("hang-up", hang_up_thread, listener);
 
   provider = kaged_openai_provider_new (NULL, base, "gpt-4o-mini", API_KEY);

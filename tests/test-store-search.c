@@ -224,25 +224,37 @@ test_markup (void)
   g_assert_cmpstr (plain, ==, "plain");
 }
 
-/* A database of the schema before the index gets an index of its rows. */
+/* Makes @path a database of an older schema from the fixture @name, then
+ * runs @more_sql there, if any, with that schema's triggers. */
 static void
-test_migrated (void)
+load_fixture (const char *path,
+              const char *name,
+              const char *more_sql)
 {
-  g_autofree char *dir = make_dir ();
-  g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
-  g_autofree char *fixture = g_test_build_filename (G_TEST_DIST, "fixtures", "store",
-                                                    "schema-v4.sql", NULL);
+  g_autofree char *fixture = g_test_build_filename (G_TEST_DIST, "fixtures", "store", name, NULL);
   g_autofree char *sql = NULL;
   g_autoptr(GError) error = NULL;
-  g_autoptr(KagedStore) store = NULL;
   sqlite3 *db = NULL;
 
   g_file_get_contents (fixture, &sql, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpint (sqlite3_open (path, &db), ==, SQLITE_OK);
   g_assert_cmpint (sqlite3_exec (db, sql, NULL, NULL, NULL), ==, SQLITE_OK);
+  if (more_sql != NULL)
+    g_assert_cmpint (sqlite3_exec (db, more_sql, NULL, NULL, NULL), ==, SQLITE_OK);
   sqlite3_close (db);
+}
 
+/* A database of the schema before the index gets an index of its rows. */
+static void
+test_migrated (void)
+{
+  g_autofree char *dir = make_dir ();
+  g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedStore) store = NULL;
+
+  load_fixture (path, "schema-v4.sql", NULL);
   store = kaged_store_open (path, &error);
   g_assert_no_error (error);
 
@@ -263,25 +275,15 @@ test_migrated_streaming (void)
 {
   g_autofree char *dir = make_dir ();
   g_autofree char *path = g_build_filename (dir, "kaged.db", NULL);
-  g_autofree char *fixture = g_test_build_filename (G_TEST_DIST, "fixtures", "store",
-                                                    "schema-v6.sql", NULL);
-  g_autofree char *sql = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedStore) store = NULL;
   g_autoptr(KagedMessage) reply = NULL;
-  sqlite3 *db = NULL;
 
-  g_file_get_contents (fixture, &sql, NULL, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (sqlite3_open (path, &db), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_exec (db, sql, NULL, NULL, NULL), ==, SQLITE_OK);
-  g_assert_cmpint (sqlite3_exec (db,
-                                 "INSERT INTO messages (id, session_id, role, content, created_at, "
-                                 "                      run_id, status, anchor_id) "
-                                 "VALUES (100, 4, 'agent', 'Halfway through a zeppelin', "
-                                 "        1700002002000, 9, 'streaming', 15)",
-                                 NULL, NULL, NULL), ==, SQLITE_OK);
-  sqlite3_close (db);
+  load_fixture (path, "schema-v6.sql",
+                "INSERT INTO messages (id, session_id, role, content, created_at, "
+                "                      run_id, status, anchor_id) "
+                "VALUES (100, 4, 'agent', 'Halfway through a zeppelin', "
+                "        1700002002000, 9, 'streaming', 15)");
 
   /* Opened, it was interrupted: it stopped streaming, and is found once. */
   store = kaged_store_open (path, &error);

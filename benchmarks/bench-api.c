@@ -39,6 +39,7 @@
 #include "kaged-keyring.h"
 #include "kaged-process.h"
 #include "kaged-session-manager.h"
+#include "kaged-test-files.h"
 
 #define N_REQUESTS    1000
 #define N_CONNECTIONS 50
@@ -88,27 +89,6 @@ struct _Bench
   gint64        finished;
   GArray       *latencies;    /* double, milliseconds */
 };
-
-static void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_rmdir (path);
-    }
-  else
-    {
-      g_unlink (path);
-    }
-}
 
 G_GNUC_NORETURN static void
 fail (const char *what)
@@ -599,7 +579,7 @@ main (int   argc,
   g_cond_clear (&provider.cond);
   g_free (provider.url);
   g_array_unref (bench.latencies);
-  remove_tree (bench.dir);
+  kaged_test_remove_tree (bench.dir);
   g_free (bench.dir);
   g_free (bench.token);
 

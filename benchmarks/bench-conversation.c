@@ -20,31 +20,11 @@
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
 #include "kaged-keyring.h"
+#include "kaged-test-files.h"
 
 #define N_TURNS    25000
 #define N_LAST     50
 #define N_PIECES   20000
-
-static void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_rmdir (path);
-    }
-  else
-    {
-      g_unlink (path);
-    }
-}
 
 static void
 check (gboolean  ok,
@@ -294,6 +274,6 @@ main (int   argc,
   open_and_read_last (db_path, session_id);
   stream_into_open_conversation (dir);
 
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
   return 0;
 }

@@ -32,6 +32,7 @@
 #include "kaged-keyring.h"
 #include "kaged-session-manager.h"
 #include "kaged-store-private.h"
+#include "kaged-test-files.h"
 
 #define N_SESSIONS 10
 #define N_POSTS    500
@@ -88,27 +89,6 @@ server_thread (gpointer user_data)
   g_main_context_pop_thread_default (context);
 
   return NULL;
-}
-
-static void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_rmdir (path);
-    }
-  else
-    {
-      g_unlink (path);
-    }
 }
 
 static gint64
@@ -261,7 +241,7 @@ bench_mode (const char *base,
   kaged_session_manager_shutdown (manager);
   g_clear_object (&manager);
   g_clear_object (&store);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 /* What one save of a streaming reply's text holds the main loop, every
@@ -334,7 +314,7 @@ bench_streaming_saves (const char *base)
     }
 
   g_clear_object (&store);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 /* How many WAL frames (pages) one post adds, with no checkpoint to copy
@@ -395,7 +375,7 @@ bench_wal_frames (const char *base,
   kaged_session_manager_shutdown (manager);
   g_clear_object (&manager);
   g_clear_object (&store);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 int

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "kaged-store.h"
+#include "kaged-test-files.h"
 
 #define N_MESSAGES   50000
 #define N_SUPERSEDED 10000
@@ -20,27 +21,6 @@ static const char * const words[] = {
   "Lisbon", "token", "stream", "network", "a", "of", "and", "to", "in", "is", "that", "with",
   "context", "summary", "operator", "regenerate", "failure", "rate", "limit", "carefully",
 };
-
-static void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_rmdir (path);
-    }
-  else
-    {
-      g_unlink (path);
-    }
-}
 
 /* Prose of 200 to 2000 bytes. */
 static char *
@@ -265,7 +245,7 @@ main (int   argc,
   if (argc > 1 && g_str_equal (argv[1], "--keep"))
     g_print ("database kept: %s\n", path);
   else
-    remove_tree (dir);
+    kaged_test_remove_tree (dir);
 
   return 0;
 }

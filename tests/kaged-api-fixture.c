@@ -48,28 +48,6 @@ wait_until (Predicate predicate,
   g_source_remove (id);
 }
 
-void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = NULL;
-  const char *name;
-
-  if (!g_file_test (path, G_FILE_TEST_IS_DIR) || g_file_test (path, G_FILE_TEST_IS_SYMLINK))
-    {
-      g_unlink (path);
-      return;
-    }
-
-  dir = g_dir_open (path, 0, NULL);
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      remove_tree (child);
-    }
-  g_rmdir (path);
-}
-
 /* ------------------------------------------------------------------------
  * Fixture
  * ------------------------------------------------------------------------ */
@@ -175,7 +153,7 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_pointer (&fixture->fake_url, g_free);
   g_string_free (fixture->process_output, TRUE);
 
-  remove_tree (fixture->dir);
+  kaged_test_remove_tree (fixture->dir);
   g_clear_pointer (&fixture->dir, g_free);
   g_clear_pointer (&fixture->data_dir, g_free);
   g_clear_pointer (&fixture->config_dir, g_free);

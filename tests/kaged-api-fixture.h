@@ -21,6 +21,7 @@
 #include "kaged-core.h"
 #include "kaged-event-client.h"
 #include "kaged-fake-server.h"
+#include "kaged-test-files.h"
 
 G_BEGIN_DECLS
 
@@ -72,7 +73,6 @@ void        kaged_api_test_init       (int          *argc,
 void        wait_until                (Predicate     predicate,
                                        gpointer      data);
 gboolean    flag_set                  (gpointer      data);
-void        remove_tree               (const char   *path);
 
 void        fixture_set_up            (Fixture      *fixture,
                                        gconstpointer data);

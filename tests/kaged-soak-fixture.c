@@ -15,6 +15,7 @@
 
 #include "kaged-soak-fixture.h"
 #include "kaged-test-time.h"
+#include "kaged-test-files.h"
 
 /* A safety net against a hang, never a measure of anything (times
  * KAGED_TEST_SLOWDOWN). */
@@ -373,30 +374,12 @@ soak_kaged_get_pid (SoakKaged *self)
   return id != NULL ? atoi (id) : 0;
 }
 
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
 void
 soak_kaged_clear (SoakKaged *self)
 {
   soak_kaged_kill (self);
   if (self->dir != NULL && g_getenv ("SOAK_KEEP") == NULL)
-    remove_tree (self->dir);
+    kaged_test_remove_tree (self->dir);
   g_clear_pointer (&self->dir, g_free);
   g_clear_pointer (&self->data_dir, g_free);
   g_clear_pointer (&self->token_path, g_free);

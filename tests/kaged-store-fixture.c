@@ -20,27 +20,6 @@
 #include "kaged-store-fixture.h"
 
 void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR) && !g_file_test (path, G_FILE_TEST_IS_SYMLINK))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-          remove_tree (child);
-        }
-      g_rmdir (path);
-    }
-  else
-    {
-      g_unlink (path);
-    }
-}
-
-void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  user_data)
 {
@@ -56,7 +35,7 @@ void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  user_data)
 {
-  remove_tree (fixture->dir);
+  kaged_test_remove_tree (fixture->dir);
   g_clear_pointer (&fixture->dir, g_free);
   g_clear_pointer (&fixture->path, g_free);
   g_clear_object (&fixture->clock);

@@ -9,6 +9,7 @@
 
 #include "kaged-clock.h"
 #include "kaged-store.h"
+#include "kaged-test-files.h"
 
 G_BEGIN_DECLS
 
@@ -21,7 +22,6 @@ typedef struct
   KagedClock *clock;
 } Fixture;
 
-void           remove_tree (const char *path);
 void           fixture_set_up (Fixture       *fixture,
                                gconstpointer  user_data);
 void           fixture_tear_down (Fixture       *fixture,

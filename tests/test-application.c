@@ -12,6 +12,7 @@
  */
 
 #include "config.h"
+#include "kaged-test-files.h"
 
 #include <signal.h>
 #include <string.h>
@@ -75,33 +76,6 @@ make_temp_dir (void)
   g_assert_no_error (error);
 
   return dir;
-}
-
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GFile) file = g_file_new_for_path (path);
-  g_autoptr(GFileEnumerator) children = NULL;
-
-  children = g_file_enumerate_children (file, G_FILE_ATTRIBUTE_STANDARD_NAME,
-                                        G_FILE_QUERY_INFO_NOFOLLOW_SYMLINKS, NULL, NULL);
-  if (children != NULL)
-    {
-      GFileInfo *info = NULL;
-
-      while ((info = g_file_enumerator_next_file (children, NULL, NULL)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, g_file_info_get_name (info), NULL);
-
-          if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-            remove_tree (child);
-          else
-            g_unlink (child);
-          g_object_unref (info);
-        }
-    }
-
-  g_rmdir (path);
 }
 
 static GSubprocessLauncher *
@@ -928,7 +902,7 @@ test_command_line (void)
 
   /* Nothing was started. */
   g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -949,7 +923,7 @@ test_check_database_missing (void)
   g_assert_nonnull (strstr (out, db));
   g_assert_false (g_file_test (db, G_FILE_TEST_EXISTS));
 
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -1012,7 +986,7 @@ test_check_database_not_a_database (void)
   g_assert_nonnull (strstr (err, db));
   assert_file_unchanged (db, contents);
 
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -1047,7 +1021,7 @@ test_window_maps_and_quits (void)
   toplevel_free (window);
   running_free (running);
   XCloseDisplay (display);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 /* The failed reply's and the model chooser's Open Preferences activate
@@ -1106,7 +1080,7 @@ test_preferences_at_profile (void)
   running_free (running);
   a11y_bus_free (a11y);
   XCloseDisplay (display);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -1138,7 +1112,7 @@ test_window_reports_bad_database (void)
   toplevel_free (window);
   running_free (running);
   XCloseDisplay (display);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -1173,8 +1147,8 @@ test_second_start_keeps_database (void)
   toplevel_free (window);
   running_free (running);
   XCloseDisplay (display);
-  remove_tree (dir);
-  remove_tree (other_dir);
+  kaged_test_remove_tree (dir);
+  kaged_test_remove_tree (other_dir);
 }
 
 /* Lets Kaged create its database, grows it with a table of padding and
@@ -1280,7 +1254,7 @@ test_damaged_database (void)
   toplevel_free (window);
   running_free (running);
   XCloseDisplay (display);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static int
@@ -1351,7 +1325,7 @@ test_window_size_is_kept (void)
   toplevel_free (first);
   toplevel_free (second);
   XCloseDisplay (display);
-  remove_tree (dir);
+  kaged_test_remove_tree (dir);
 }
 
 int

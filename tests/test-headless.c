@@ -21,6 +21,7 @@
 #include <libsoup/soup.h>
 
 #include "kaged-event-client.h"
+#include "kaged-test-files.h"
 
 /* A safety net against a hang, never a measure of anything. */
 #define WAIT_SECONDS 30
@@ -457,24 +458,6 @@ count_retry_state (Fixture    *fixture,
  * Fixture
  * ------------------------------------------------------------------------ */
 
-static void
-remove_tree (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *child = g_build_filename (path, name, NULL);
-
-      if (g_file_test (child, G_FILE_TEST_IS_DIR) && !g_file_test (child, G_FILE_TEST_IS_SYMLINK))
-        remove_tree (child);
-      else
-        g_unlink (child);
-    }
-  g_rmdir (path);
-}
-
 /* A provider that fails with 529 at once (no Tier 1 retry: the answer says
  * not to), the way a long overload looks to Tier 2. */
 #define OVERLOADED \
@@ -535,7 +518,7 @@ fixture_tear_down (Fixture       *fixture,
   stop_process (&fixture->fake);
   g_clear_object (&fixture->http);
   g_string_free (fixture->kaged_output, TRUE);
-  remove_tree (fixture->dir);
+  kaged_test_remove_tree (fixture->dir);
   g_free (fixture->dir);
   g_free (fixture->data_dir);
   g_free (fixture->token_path);

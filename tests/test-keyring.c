@@ -22,6 +22,7 @@
 #include "kaged-core.h"
 #include "kaged-fake-server.h"
 #include "kaged-profiles.h"
+#include "kaged-test-files.h"
 
 #define WAIT_SECONDS 30
 #define SECRET_KEY "sk-kaged-test-4f1d9e0c7b2a"
@@ -127,28 +128,6 @@ start_keyring_daemon (void)
     {
       g_assert_cmpint (g_get_monotonic_time (), <, deadline);
       g_usleep (50 * 1000);
-    }
-}
-
-static void
-remove_tree (const char *path)
-{
-  if (g_file_test (path, G_FILE_TEST_IS_DIR))
-    {
-      g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-      const char *name;
-
-      while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-        {
-          g_autofree char *child = g_build_filename (path, name, NULL);
-
-          remove_tree (child);
-        }
-      g_rmdir (path);
-    }
-  else
-    {
-      g_unlink (path);
     }
 }
 
@@ -478,7 +457,7 @@ main (int   argc,
   g_subprocess_force_exit (daemon_process);
   g_subprocess_wait (daemon_process, NULL, NULL);
   g_clear_object (&daemon_process);
-  remove_tree (test_dir);
+  kaged_test_remove_tree (test_dir);
   g_string_free (log_text, TRUE);
   g_free (test_dir);
 

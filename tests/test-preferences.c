@@ -19,6 +19,7 @@
 #include "kaged-preferences-window.h"
 #include "kaged-profile-page.h"
 #include "kaged-test-time.h"
+#include "kaged-test-files.h"
 
 static gboolean
 wait_for_string (GSettings  *settings,
@@ -607,18 +608,7 @@ test_window_key_default_remove (void)
   kaged_core_shutdown (core);
   g_clear_object (&core);
   g_clear_object (&store);
-  {
-    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-    const char *name;
-
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-      {
-        g_autofree char *path = g_build_filename (dir, name, NULL);
-
-        g_unlink (path);
-      }
-  }
-  g_rmdir (dir);
+  kaged_test_remove_tree (dir);
   reset_settings (settings);
 }
 
@@ -765,18 +755,7 @@ test_window_models_and_connection (void)
   gtk_window_destroy (GTK_WINDOW (window));
   kaged_core_shutdown (core);
   g_clear_object (&core);
-  {
-    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-    const char *name;
-
-    while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-      {
-        g_autofree char *path = g_build_filename (dir, name, NULL);
-
-        g_unlink (path);
-      }
-  }
-  g_rmdir (dir);
+  kaged_test_remove_tree (dir);
   reset_settings (settings);
 }
 

@@ -20,6 +20,7 @@
 #include "kaged-core-settings.h"
 #include "kaged-fake-server.h"
 #include "kaged-profiles.h"
+#include "kaged-test-files.h"
 
 #define WAIT_SECONDS 30
 
@@ -54,22 +55,6 @@ count_notify_cb (GObject    *object,
                  guint      *n_notifies)
 {
   (*n_notifies)++;
-}
-
-/* A test's database folder, with what the store left in it. */
-static void
-remove_test_dir (const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (dir, name, NULL);
-
-      g_unlink (path);
-    }
-  g_rmdir (dir);
 }
 
 static void
@@ -492,7 +477,7 @@ test_core_spend_per_profile (void)
   kaged_core_shutdown (core);
   g_clear_object (&core);
   g_clear_object (&store);
-  remove_test_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 /* Each profile's limit counts the replies that went through it only. */
@@ -602,7 +587,7 @@ test_spend_counts_own_runs (void)
     g_assert_cmpint (output, ==, 300);
     g_clear_object (&store);
   }
-  remove_test_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static gboolean
@@ -679,7 +664,7 @@ test_remove_drops_model_cache (void)
   kaged_core_shutdown (core);
   g_clear_object (&core);
   g_clear_object (&store);
-  remove_test_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void

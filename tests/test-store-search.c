@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "kaged-store-search.h"
+#include "kaged-test-files.h"
 
 static char *
 make_dir (void)
@@ -21,21 +22,6 @@ make_dir (void)
 
   g_assert_no_error (error);
   return dir;
-}
-
-static void
-remove_dir (const char *path)
-{
-  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *file = g_build_filename (path, name, NULL);
-
-      g_unlink (file);
-    }
-  g_rmdir (path);
 }
 
 static KagedMessage *
@@ -174,7 +160,7 @@ test_follows_changes (void)
   g_assert_cmpuint (count (store, "hours", -1), ==, 0);
 
   g_clear_object (&store);
-  remove_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -210,7 +196,7 @@ test_query_is_text (void)
   g_assert_cmpuint (count (store, "\"AND\"", -1), ==, 1);
 
   g_clear_object (&store);
-  remove_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 static void
@@ -264,7 +250,7 @@ test_migrated (void)
   g_assert_cmpuint (count (store, "requests", -1), ==, 0);
 
   g_clear_object (&store);
-  remove_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 /* A reply left streaming by a version that indexed streaming text leaves
@@ -304,7 +290,7 @@ test_migrated_streaming (void)
   assert_index_intact (path);
 
   g_clear_object (&store);
-  remove_dir (dir);
+  kaged_test_remove_tree (dir);
 }
 
 int

@@ -237,12 +237,33 @@ static const char fixture[] =
   "- one\n"
   "- two\n";
 
+static gboolean
+is_markdown_group (GtkWidget *widget)
+{
+  return widget != NULL && g_str_equal (G_OBJECT_TYPE_NAME (widget), "KagedMarkdownGroup");
+}
+
 /* The widget that holds the blocks of a reply not grouped yet: all of a
- * short one. */
+ * short one. It is the last that holds blocks, in shelves that may nest. */
 static GtkWidget *
 blocks_of (GtkWidget *view)
 {
-  return gtk_widget_get_last_child (view);
+  GtkWidget *found = NULL;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (view); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *first = gtk_widget_get_first_child (child);
+
+      if (!is_markdown_group (child) || first == NULL)
+        continue;
+      if (is_markdown_group (first))
+        found = blocks_of (child) != NULL ? blocks_of (child) : found;
+      else
+        found = child;
+    }
+
+  return found;
 }
 
 static void
@@ -1454,6 +1475,84 @@ collect_labels (GtkWidget *widget,
     collect_labels (child, labels);
 }
 
+/* A block's widget stays where it was built while the reply streams on:
+ * moving it to another parent would unrealize it and make GTK compute its
+ * style and lay it out again, a long frame each time finished blocks were
+ * gathered. */
+static void
+count_unrealize_cb (GtkWidget *widget,
+                    gpointer   user_data)
+{
+  (*(guint *)user_data)++;
+}
+
+/* Watches the paragraphs under @widget not watched yet. */
+static void
+watch_blocks (GtkWidget  *widget,
+              GHashTable *watched,
+              guint      *unrealized)
+{
+  if (GTK_IS_LABEL (widget))
+    {
+      if (g_hash_table_contains (watched, widget))
+        return;
+      g_assert_true (gtk_widget_get_realized (widget));
+      g_hash_table_insert (watched, widget, gtk_widget_get_parent (widget));
+      g_signal_connect (widget, "unrealize", G_CALLBACK (count_unrealize_cb), unrealized);
+      return;
+    }
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    watch_blocks (child, watched, unrealized);
+}
+
+static void
+test_markdown_blocks_stay_put (void)
+{
+  GtkWidget *view = kaged_markdown_view_new ();
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  g_autoptr(GHashTable) watched = g_hash_table_new (NULL, NULL);
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GString) expected = g_string_new (NULL);
+  g_autoptr(GString) shown = g_string_new (NULL);
+  GHashTableIter iter;
+  gpointer block, parent;
+  GtkWindow *window;
+  guint unrealized = 0;
+
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  window = show_in_window (scroller);
+  gtk_window_set_focus (window, NULL);
+
+  for (guint i = 0; i < 3 * 16 + 5; i++)
+    {
+      g_string_append_printf (text, "Paragraph %u.\n\n", i);
+      g_string_append_printf (expected, "Paragraph %u.|", i);
+      kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+      run_frames (window, 1);
+      watch_blocks (view, watched, &unrealized);
+    }
+
+  collect_label_texts (view, shown);
+  g_assert_cmpstr (shown->str, ==, expected->str);
+  /* The finished blocks were gathered, or the check below proves nothing. */
+  g_assert_cmpuint (count_children (gtk_widget_get_first_child (view)), >=, 3);
+  g_assert_cmpuint (g_hash_table_size (watched), ==, 3 * 16 + 5);
+
+  g_assert_cmpuint (unrealized, ==, 0);
+  g_hash_table_iter_init (&iter, watched);
+  while (g_hash_table_iter_next (&iter, &block, &parent))
+    {
+      g_assert_true (gtk_widget_get_parent (block) == parent);
+      g_assert_true (gtk_widget_get_mapped (block));
+    }
+
+  g_hash_table_iter_init (&iter, watched);
+  while (g_hash_table_iter_next (&iter, &block, NULL))
+    g_signal_handlers_disconnect_by_func (block, count_unrealize_cb, &unrealized);
+  gtk_window_destroy (window);
+}
+
 /* The finished blocks of a long reply, gathered into groups, take the
  * height their wrapped text needs at the view's width: no paragraph is
  * drawn over the next, however narrow the window. */
@@ -1752,6 +1851,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/long-reply-drawn-in-part", test_markdown_long_reply_drawn_in_part);
   g_test_add_func ("/markdown-view/long-reply-grows-at-end", test_markdown_long_reply_grows_at_end);
   g_test_add_func ("/markdown-view/long-reply-wraps-in-groups", test_markdown_long_reply_wraps_in_groups);
+  g_test_add_func ("/markdown-view/blocks-stay-put", test_markdown_blocks_stay_put);
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/dark", test_code_block_dark);

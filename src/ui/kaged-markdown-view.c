@@ -34,11 +34,11 @@ struct _KagedMarkdownView
   KagedMarkdown *document;
   guint64 widgets_built;
 
-  /* The first blocks, all final, sit in groups of GROUP_SIZE */
+  /* The first blocks, all final, sit in groups of about GROUP_SIZE */
   guint n_grouped;
   guint64 group_layouts;
 
-  /* The blocks after the groups: the last child */
+  /* The blocks after the groups: the last child of the last shelf */
   GtkWidget *tail;
 
   /* The list or view that scrolls this one, and its vertical adjustment */
@@ -452,40 +452,38 @@ remove_child (GtkWidget *container,
     gtk_widget_unparent (child);
 }
 
-/* Makes the children of @container from @child on show @blocks: a widget
- * whose block was not parsed again stays as it is, one whose block changed
- * is updated in place or replaced, and widgets left over go. */
-static void
-sync_children (KagedMarkdownView *self,
-               GtkWidget         *container,
-               GtkWidget         *child,
-               GPtrArray         *blocks)
+/* Makes @child, a child of @container or %NULL, show @block: it stays as
+ * it is when its block was not parsed again, is updated in place if it
+ * can be, or is replaced by a new widget (one added at the end for %NULL).
+ * Returns the child after it. */
+static GtkWidget *
+sync_block (KagedMarkdownView        *self,
+            GtkWidget                *container,
+            GtkWidget                *child,
+            const KagedMarkdownBlock *block)
 {
-  guint n_blocks = blocks != NULL ? blocks->len : 0;
+  GtkWidget *next = child != NULL ? gtk_widget_get_next_sibling (child) : NULL;
 
-  for (guint i = 0; i < n_blocks; i++)
+  if (child != NULL && get_info (child) != NULL && get_info (child)->serial == block->serial)
+    return next;
+
+  if (child == NULL || !update_block (self, child, block))
     {
-      const KagedMarkdownBlock *block = g_ptr_array_index (blocks, i);
-      GtkWidget *next = child != NULL ? gtk_widget_get_next_sibling (child) : NULL;
+      GtkWidget *widget = build_block (self, block);
 
-      if (child != NULL && get_info (child) != NULL && get_info (child)->serial == block->serial)
-        {
-          child = next;
-          continue;
-        }
-
-      if (child == NULL || !update_block (self, child, block))
-        {
-          GtkWidget *widget = build_block (self, block);
-
-          gtk_widget_insert_before (widget, container, child);
-          if (child != NULL)
-            remove_child (container, child);
-        }
-
-      child = next;
+      gtk_widget_insert_before (widget, container, child);
+      if (child != NULL)
+        remove_child (container, child);
     }
 
+  return next;
+}
+
+/* Removes the children of @container from @child on. */
+static void
+remove_from (GtkWidget *container,
+             GtkWidget *child)
+{
   while (child != NULL)
     {
       GtkWidget *next = gtk_widget_get_next_sibling (child);
@@ -495,22 +493,45 @@ sync_children (KagedMarkdownView *self,
     }
 }
 
+/* Makes the children of @container from @child on show @blocks, and
+ * removes the widgets left over. */
+static void
+sync_children (KagedMarkdownView *self,
+               GtkWidget         *container,
+               GtkWidget         *child,
+               GPtrArray         *blocks)
+{
+  guint n_blocks = blocks != NULL ? blocks->len : 0;
+
+  for (guint i = 0; i < n_blocks; i++)
+    child = sync_block (self, container, child, g_ptr_array_index (blocks, i));
+
+  remove_from (container, child);
+}
+
 /* --- groups of final blocks ------------------------------------------------------------ */
 
 /*
  * Blocks that are final never change while the reply grows. In a long
- * reply they are gathered in groups of GROUP_SIZE, each a widget of its own:
+ * reply they sit in groups of about GROUP_SIZE, each a widget of its own:
  * when the last block grows, the view lays out and draws its few groups
  * and the blocks still open, and GTK keeps each group's size and drawing
  * as they were instead of going through every block of the reply.
  *
+ * New blocks go to the tail, the last group, which holds the blocks still
+ * open. Once it holds GROUP_SIZE blocks, all final, and another block
+ * starts, the tail becomes a group as it is and a new tail takes the new
+ * block. A widget stays in the group it was built in: moving it would
+ * unrealize it and have GTK compute its style and lay it out anew.
+ *
  * Adding a widget to a parent makes GTK check the style of every widget
  * under that parent again (its first child and all that follow, with their
- * children): so the blocks still open sit in a tail of their own, the last
- * child of the view, and groups sit in shelves of SHELF_SIZE. A block that
- * starts restyles the tail's few blocks, a new group the groups of its
- * shelf, and only a new shelf, once every GROUP_SIZE × SHELF_SIZE blocks,
- * the whole reply.
+ * children). So groups sit in shelves of SHELF_SIZE, and shelves are made
+ * SHELF_SIZE at a time, empty, inside the last shelf of the ones before:
+ * a block that starts restyles the tail's few blocks, and a new tail the
+ * groups of one shelf, however long the reply. Shelves nest a level deeper
+ * after the first GROUP_SIZE × SHELF_SIZE blocks, then once every
+ * GROUP_SIZE × SHELF_SIZE × SHELF_SIZE.
  */
 #define GROUP_SIZE 16
 #define SHELF_SIZE 16
@@ -534,6 +555,40 @@ G_DEFINE_FINAL_TYPE (KagedMarkdownGroup, kaged_markdown_group, GTK_TYPE_WIDGET)
 static void kaged_markdown_group_snapshot (GtkWidget   *widget,
                                            GtkSnapshot *snapshot);
 
+static gboolean
+is_shelf (GtkWidget *widget)
+{
+  return KAGED_IS_MARKDOWN_GROUP (widget) && KAGED_MARKDOWN_GROUP (widget)->shelf;
+}
+
+/* Whether @child is laid out: a shelf made ahead, still empty, is not,
+ * nor spaced from the others. */
+static gboolean
+takes_room (GtkWidget *child)
+{
+  if (!gtk_widget_should_layout (child))
+    return FALSE;
+  if (!is_shelf (child))
+    return TRUE;
+
+  for (GtkWidget *grandchild = gtk_widget_get_first_child (child); grandchild != NULL;
+       grandchild = gtk_widget_get_next_sibling (grandchild))
+    if (gtk_widget_should_layout (grandchild))
+      return TRUE;
+
+  return FALSE;
+}
+
+/* Whether measuring or laying out @self goes through blocks that are
+ * final: a group does, a shelf only asks its groups, which keep their size
+ * while the tail changes, and the tail holds the blocks still open. */
+static void
+count_layout (KagedMarkdownGroup *self)
+{
+  if (self->view != NULL && !self->tail && !self->shelf)
+    self->view->group_layouts++;
+}
+
 static void
 kaged_markdown_group_measure (GtkWidget      *widget,
                               GtkOrientation  orientation,
@@ -543,11 +598,9 @@ kaged_markdown_group_measure (GtkWidget      *widget,
                               int            *minimum_baseline,
                               int            *natural_baseline)
 {
-  KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
   gboolean first = TRUE;
 
-  if (self->view != NULL && !self->tail)
-    self->view->group_layouts++;
+  count_layout (KAGED_MARKDOWN_GROUP (widget));
 
   *minimum = *natural = 0;
   for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
@@ -556,7 +609,7 @@ kaged_markdown_group_measure (GtkWidget      *widget,
       int child_minimum = 0;
       int child_natural = 0;
 
-      if (!gtk_widget_should_layout (child))
+      if (!takes_room (child))
         continue;
 
       if (orientation == GTK_ORIENTATION_VERTICAL)
@@ -581,14 +634,10 @@ kaged_markdown_group_size_allocate (GtkWidget *widget,
                                     int        height,
                                     int        baseline)
 {
-  KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
   int minimum = 0;
   int natural = 0;
   gboolean use_natural;
   int y = 0;
-
-  if (self->view != NULL && !self->tail)
-    self->view->group_layouts++;
 
   kaged_markdown_group_measure (widget, GTK_ORIENTATION_VERTICAL, width, &minimum, &natural, NULL, NULL);
   use_natural = natural <= height;
@@ -600,8 +649,12 @@ kaged_markdown_group_size_allocate (GtkWidget *widget,
       int child_natural = 0;
       int child_height;
 
-      if (!gtk_widget_should_layout (child))
-        continue;
+      if (!takes_room (child))
+        {
+          if (gtk_widget_should_layout (child))
+            gtk_widget_size_allocate (child, &(GtkAllocation) { 0, y, width, 0 }, -1);
+          continue;
+        }
 
       gtk_widget_measure (child, GTK_ORIENTATION_VERTICAL, width, &child_minimum, &child_natural, NULL, NULL);
       child_height = use_natural ? child_natural : child_minimum;
@@ -647,17 +700,90 @@ kaged_markdown_group_init (KagedMarkdownGroup *self)
 {
 }
 
-static gboolean
-is_group (GtkWidget *widget)
+static GtkWidget *
+new_group (KagedMarkdownView *self,
+           gboolean           shelf)
 {
-  return widget != NULL && KAGED_IS_MARKDOWN_GROUP (widget) && !KAGED_MARKDOWN_GROUP (widget)->tail;
+  KagedMarkdownGroup *group = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
+
+  group->view = self;
+  group->shelf = shelf;
+
+  return GTK_WIDGET (group);
 }
 
-/* The first child that shows a block on its own, after the groups. */
-static GtkWidget *
-first_ungrouped (KagedMarkdownView *self)
+/* How many groups @shelf holds. */
+static guint
+count_groups (GtkWidget *shelf)
 {
-  return gtk_widget_get_first_child (self->tail);
+  guint n_groups = 0;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (shelf); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    if (!is_shelf (child))
+      n_groups++;
+
+  return n_groups;
+}
+
+/* Starts a new tail at the end of the tail's shelf, or in the next shelf
+ * when that one is full: made with SHELF_SIZE - 1 others, inside the full
+ * one, when there is none. */
+static void
+add_tail (KagedMarkdownView *self)
+{
+  GtkWidget *shelf = self->tail != NULL ? gtk_widget_get_parent (self->tail) : NULL;
+
+  if (shelf == NULL)
+    {
+      shelf = new_group (self, TRUE);
+      gtk_widget_set_parent (shelf, GTK_WIDGET (self));
+    }
+  else if (count_groups (shelf) >= SHELF_SIZE)
+    {
+      GtkWidget *next = gtk_widget_get_next_sibling (shelf);
+
+      for (guint i = 0; next == NULL && i < SHELF_SIZE; i++)
+        gtk_widget_insert_before (new_group (self, TRUE), shelf, NULL);
+      if (next == NULL)
+        next = gtk_widget_get_next_sibling (self->tail);
+
+      shelf = next;
+    }
+
+  self->tail = new_group (self, FALSE);
+  KAGED_MARKDOWN_GROUP (self->tail)->tail = TRUE;
+  gtk_widget_set_visible (self->tail, FALSE);
+  gtk_widget_insert_before (self->tail, shelf, NULL);
+}
+
+/* The tail, holding @n_blocks final blocks, becomes a group as it is. */
+static void
+seal_tail (KagedMarkdownView *self,
+           guint              n_blocks)
+{
+  KAGED_MARKDOWN_GROUP (self->tail)->tail = FALSE;
+  gtk_widget_set_visible (self->tail, TRUE);
+  self->n_grouped += n_blocks;
+  add_tail (self);
+}
+
+/* The widget of the last block in a group, or %NULL. */
+static GtkWidget *
+last_grouped (KagedMarkdownView *self)
+{
+  GtkWidget *group = gtk_widget_get_prev_sibling (self->tail);
+
+  /* The first in its shelf: the group before is the last one of the
+   * shelf before, or the one before the shelf, in the shelf that holds it. */
+  if (group == NULL)
+    {
+      group = gtk_widget_get_prev_sibling (gtk_widget_get_parent (self->tail));
+      if (group != NULL && is_shelf (group))
+        group = gtk_widget_get_last_child (group);
+    }
+
+  return group != NULL ? gtk_widget_get_last_child (group) : NULL;
 }
 
 /* Whether the groups still show the first blocks of the document: they
@@ -665,95 +791,60 @@ first_ungrouped (KagedMarkdownView *self)
 static gboolean
 groups_hold (KagedMarkdownView *self)
 {
-  GtkWidget *last_shelf;
-  GtkWidget *last_group;
-  GtkWidget *last_grouped;
+  GtkWidget *last;
 
   if (self->n_grouped == 0)
     return TRUE;
   if (kaged_markdown_get_n_final (self->document) < self->n_grouped)
     return FALSE;
 
-  last_shelf = gtk_widget_get_prev_sibling (self->tail);
-  last_group = is_group (last_shelf) ? gtk_widget_get_last_child (last_shelf) : NULL;
-  last_grouped = last_group != NULL ? gtk_widget_get_last_child (last_group) : NULL;
-
   /* Final blocks stay at their address with their serial until the
    * text is replaced, when all of them are parsed anew. */
-  return last_grouped != NULL && get_info (last_grouped) != NULL &&
-         get_info (last_grouped)->serial ==
+  last = last_grouped (self);
+  return last != NULL && get_info (last) != NULL &&
+         get_info (last)->serial ==
            kaged_markdown_get_block (self->document, self->n_grouped - 1)->serial;
 }
 
+/* Removes the groups, the shelves and the tail, for a new tail. */
 static void
 remove_groups (KagedMarkdownView *self)
 {
   GtkWidget *child;
 
-  while (is_group (child = gtk_widget_get_first_child (GTK_WIDGET (self))))
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
     gtk_widget_unparent (child);
+  self->tail = NULL;
   self->n_grouped = 0;
+  add_tail (self);
 }
 
-/* Whether one of @count widgets from @child on holds the keyboard focus
- * (a label the person selects text in). */
-static gboolean
-holds_focus (GtkWidget *child,
-             guint      count)
-{
-  GtkRoot *root = gtk_widget_get_root (child);
-  GtkWidget *focus = root != NULL ? gtk_root_get_focus (root) : NULL;
-
-  if (focus == NULL)
-    return FALSE;
-
-  for (guint i = 0; i < count && child != NULL; i++, child = gtk_widget_get_next_sibling (child))
-    if (focus == child || gtk_widget_is_ancestor (focus, child))
-      return TRUE;
-
-  return FALSE;
-}
-
-/* Moves the widgets of final blocks into groups, GROUP_SIZE at a time,
- * and the groups into shelves, SHELF_SIZE at a time.
- * Moving a widget takes the focus from it: blocks that hold it wait until
- * it leaves them. */
+/* Makes the tail show the blocks after the groups: a block that starts
+ * after GROUP_SIZE final ones starts a new tail. */
 static void
-group_final_blocks (KagedMarkdownView *self)
+sync_tail (KagedMarkdownView *self)
 {
+  guint n_blocks = kaged_markdown_get_n_blocks (self->document);
   guint n_final = kaged_markdown_get_n_final (self->document);
+  GtkWidget *child = gtk_widget_get_first_child (self->tail);
+  guint n_tail = 0;
 
-  while (n_final - self->n_grouped >= GROUP_SIZE &&
-         !holds_focus (first_ungrouped (self), GROUP_SIZE))
+  for (guint i = self->n_grouped; i < n_blocks; i++)
     {
-      GtkWidget *child = first_ungrouped (self);
-      GtkWidget *shelf = gtk_widget_get_prev_sibling (self->tail);
-      KagedMarkdownGroup *group = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
-
-      if (!is_group (shelf) || self->n_grouped % (GROUP_SIZE * SHELF_SIZE) == 0)
+      if (child == NULL && n_tail >= GROUP_SIZE && i <= n_final)
         {
-          shelf = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
-          KAGED_MARKDOWN_GROUP (shelf)->view = self;
-          KAGED_MARKDOWN_GROUP (shelf)->shelf = TRUE;
-          gtk_widget_insert_before (shelf, GTK_WIDGET (self), self->tail);
+          seal_tail (self, n_tail);
+          n_tail = 0;
         }
 
-      group->view = self;
-      gtk_widget_insert_before (GTK_WIDGET (group), shelf, NULL);
-
-      for (guint i = 0; i < GROUP_SIZE && child != NULL; i++)
-        {
-          GtkWidget *next = gtk_widget_get_next_sibling (child);
-
-          g_object_ref (child);
-          gtk_widget_unparent (child);
-          gtk_widget_insert_before (child, GTK_WIDGET (group), NULL);
-          g_object_unref (child);
-          child = next;
-        }
-
-      self->n_grouped += GROUP_SIZE;
+      child = sync_block (self, self->tail, child, kaged_markdown_get_block (self->document, i));
+      n_tail++;
     }
+
+  remove_from (self->tail, child);
+
+  /* An empty tail takes no room, nor spacing. */
+  gtk_widget_set_visible (self->tail, gtk_widget_get_first_child (self->tail) != NULL);
 }
 
 /* --- drawing only what can be seen ----------------------------------------------------- */
@@ -761,17 +852,25 @@ group_final_blocks (KagedMarkdownView *self)
 /* A reply with fewer blocks is drawn whole. */
 #define CULL_MIN_BLOCKS 48
 
-/* What is drawn of the view and of its shelves follows the scrolling. */
+/* What is drawn of the shelves follows the scrolling. */
+static void
+queue_draw_shelves (GtkWidget *widget)
+{
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      if (!is_shelf (child))
+        continue;
+      gtk_widget_queue_draw (child);
+      queue_draw_shelves (child);
+    }
+}
+
 static void
 vadjustment_changed_cb (KagedMarkdownView *self)
 {
-  if (self->n_grouped == 0)
-    return;
-
-  gtk_widget_queue_draw (GTK_WIDGET (self));
-  for (GtkWidget *child = gtk_widget_get_first_child (GTK_WIDGET (self)); is_group (child);
-       child = gtk_widget_get_next_sibling (child))
-    gtk_widget_queue_draw (child);
+  if (self->n_grouped >= CULL_MIN_BLOCKS)
+    queue_draw_shelves (GTK_WIDGET (self));
 }
 
 static void
@@ -882,21 +981,13 @@ snapshot_near_visible (GtkWidget         *widget,
 }
 
 static void
-kaged_markdown_view_snapshot (GtkWidget   *widget,
-                              GtkSnapshot *snapshot)
-{
-  KagedMarkdownView *self = KAGED_MARKDOWN_VIEW (widget);
-
-  snapshot_near_visible (widget, snapshot, self, self->n_grouped >= CULL_MIN_BLOCKS);
-}
-
-static void
 kaged_markdown_group_snapshot (GtkWidget   *widget,
                                GtkSnapshot *snapshot)
 {
   KagedMarkdownGroup *self = KAGED_MARKDOWN_GROUP (widget);
 
-  snapshot_near_visible (widget, snapshot, self->view, self->shelf);
+  snapshot_near_visible (widget, snapshot, self->view,
+                         self->shelf && self->view != NULL && self->view->n_grouped >= CULL_MIN_BLOCKS);
 }
 
 /* --- the widget ---------------------------------------------------------------------- */
@@ -983,7 +1074,6 @@ kaged_markdown_view_class_init (KagedMarkdownViewClass *klass)
 
   widget_class->map = kaged_markdown_view_map;
   widget_class->unmap = kaged_markdown_view_unmap;
-  widget_class->snapshot = kaged_markdown_view_snapshot;
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "markdown");
@@ -999,11 +1089,7 @@ kaged_markdown_view_init (KagedMarkdownView *self)
 
   self->document = kaged_markdown_new ();
 
-  self->tail = g_object_new (KAGED_TYPE_MARKDOWN_GROUP, NULL);
-  KAGED_MARKDOWN_GROUP (self->tail)->view = self;
-  KAGED_MARKDOWN_GROUP (self->tail)->tail = TRUE;
-  gtk_widget_set_visible (self->tail, FALSE);
-  gtk_widget_set_parent (self->tail, GTK_WIDGET (self));
+  add_tail (self);
 }
 
 GtkWidget *
@@ -1031,9 +1117,6 @@ void
 kaged_markdown_view_set_text (KagedMarkdownView *self,
                               const char        *text)
 {
-  g_autoptr(GPtrArray) blocks = NULL;
-  guint n_blocks;
-
   g_return_if_fail (KAGED_IS_MARKDOWN_VIEW (self));
 
   if (!kaged_markdown_set_text (self->document, text))
@@ -1041,15 +1124,7 @@ kaged_markdown_view_set_text (KagedMarkdownView *self,
 
   if (!groups_hold (self))
     remove_groups (self);
-
-  n_blocks = kaged_markdown_get_n_blocks (self->document);
-  blocks = g_ptr_array_sized_new (n_blocks - self->n_grouped);
-  for (guint i = self->n_grouped; i < n_blocks; i++)
-    g_ptr_array_add (blocks, (gpointer)kaged_markdown_get_block (self->document, i));
-
-  sync_children (self, self->tail, first_ungrouped (self), blocks);
-  group_final_blocks (self);
-  gtk_widget_set_visible (self->tail, gtk_widget_get_first_child (self->tail) != NULL);
+  sync_tail (self);
 
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_TEXT]);
 }

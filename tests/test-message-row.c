@@ -419,6 +419,41 @@ test_code_block_language (void)
   g_object_unref (block);
 }
 
+/* A language a block highlighted stays parsed once the block goes: a
+ * list that recycles its rows does not parse it again for the next. */
+static void
+test_code_block_language_kept (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
+
+  g_assert_false (kaged_code_block_get_language_kept ("yaml"));
+  kaged_code_block_set_language (block, "yml");
+  kaged_code_block_set_code (block, "key: value\n");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (block))),
+                   ==, "yaml");
+  g_object_unref (block);
+  g_assert_true (kaged_code_block_get_language_kept ("yaml"));
+
+  /* A language nobody knows is not kept. */
+  block = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
+  kaged_code_block_set_language (block, "no-such-language");
+  g_assert_false (kaged_code_block_get_language_kept ("no-such-language"));
+  g_object_unref (block);
+}
+
+/* What the first block needs is loaded ahead, in steps, from idles. */
+static void
+test_code_block_warm_up (void)
+{
+  gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
+  kaged_code_block_warm_up (gdk_display_get_default (), 1);
+  g_assert_false (kaged_code_block_get_warmed_up ());
+  while (!kaged_code_block_get_warmed_up () && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_true (kaged_code_block_get_warmed_up ());
+}
+
 static void
 test_code_block_dark (void)
 {
@@ -1854,6 +1889,8 @@ main (int   argc,
   g_test_add_func ("/markdown-view/blocks-stay-put", test_markdown_blocks_stay_put);
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
+  g_test_add_func ("/code-block/language-kept", test_code_block_language_kept);
+  g_test_add_func ("/code-block/warm-up", test_code_block_warm_up);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);
   g_test_add_func ("/code-block/highlights-growth", test_code_block_highlights_growth);

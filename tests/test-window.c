@@ -15,6 +15,7 @@
 #include <X11/Xatom.h>
 #include <X11/Xlib.h>
 
+#include "kaged-code-block.h"
 #include "kaged-composer.h"
 #include "kaged-conversation.h"
 #include "kaged-conversation-private.h"
@@ -222,6 +223,13 @@ wait_for (Fixture       *fixture,
   return condition (fixture, data);
 }
 
+static gboolean
+code_blocks_warmed_up (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  return kaged_code_block_get_warmed_up ();
+}
+
 static GListModel *
 shown_messages (Fixture *fixture)
 {
@@ -370,6 +378,9 @@ test_send_shows_reply (Fixture       *fixture,
     list = KAGED_SESSION_LIST (gtk_single_selection_get_model (GTK_SINGLE_SELECTION (selection)));
     g_assert_cmpuint (g_list_model_get_n_items (G_LIST_MODEL (list)), ==, 1);
   }
+
+  /* What code blocks need was loaded once the window showed. */
+  g_assert_true (wait_for (fixture, code_blocks_warmed_up, NULL));
 }
 
 static void

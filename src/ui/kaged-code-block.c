@@ -17,6 +17,8 @@
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define GUESS_BYTES 512
+#define COPY_ICON "edit-copy-symbolic"
+#define COPY_ICON_SIZE 16
 
 /**
  * KagedCodeBlock:
@@ -119,6 +121,27 @@ find_language (const char *name,
   return gtk_source_language_manager_guess_language (manager, NULL, content_type);
 }
 
+/*
+ * GtkSourceView parses a language's definition when a buffer first
+ * highlights it, and frees it with the last buffer that does: 10 to 25 ms
+ * each time, longer than a frame. A list recycles the rows of a long
+ * conversation as it scrolls, and with them the blocks that highlight a
+ * language; so a language that a block used stays parsed, for the buffer
+ * of its own that it keeps here.
+ */
+static GHashTable *kept_languages;
+
+static void
+keep_language (GtkSourceLanguage *language)
+{
+  const char *id = gtk_source_language_get_id (language);
+
+  if (kept_languages == NULL)
+    kept_languages = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  if (!g_hash_table_contains (kept_languages, id))
+    g_hash_table_insert (kept_languages, g_strdup (id), gtk_source_buffer_new_with_language (language));
+}
+
 static void
 update_language (KagedCodeBlock *self)
 {
@@ -126,6 +149,8 @@ update_language (KagedCodeBlock *self)
 
   if (gtk_source_buffer_get_language (self->buffer) != language)
     gtk_source_buffer_set_language (self->buffer, language);
+  if (language != NULL)
+    keep_language (language);
 
   if (language != NULL)
     gtk_label_set_label (self->language_label, gtk_source_language_get_name (language));
@@ -153,7 +178,7 @@ hide_copied (gpointer user_data)
 
   self->copied_source = 0;
   gtk_revealer_set_reveal_child (self->copied_revealer, FALSE);
-  gtk_button_set_icon_name (self->copy_button, "edit-copy-symbolic");
+  gtk_button_set_icon_name (self->copy_button, COPY_ICON);
 
   return G_SOURCE_REMOVE;
 }
@@ -427,4 +452,117 @@ kaged_code_block_copy (KagedCodeBlock *self)
   gtk_revealer_set_reveal_child (self->copied_revealer, TRUE);
   g_clear_handle_id (&self->copied_source, g_source_remove);
   self->copied_source = g_timeout_add_seconds (COPIED_FEEDBACK_SECONDS, hide_copied, self);
+}
+
+/* --- what the first block needs, loaded ahead ------------------------------------------ */
+
+/*
+ * The first block of a run loads what every block then shares: the list
+ * of languages, the style schemes, its own template and GtkSourceView's
+ * classes, and the icon of its *Copy* button — about 50 ms, in the middle
+ * of a streaming reply. kaged_code_block_warm_up() loads them ahead, one
+ * at a time from idles, each shorter than a frame.
+ */
+typedef struct
+{
+  GdkDisplay *display;
+  int scale;
+  guint step;
+} WarmUp;
+
+static gboolean warm_up_started;
+static gboolean warm_up_done;
+
+static void
+warm_up_free (gpointer data)
+{
+  WarmUp *warm = data;
+
+  g_clear_object (&warm->display);
+  g_free (warm);
+}
+
+static gboolean
+warm_up_step_cb (gpointer user_data)
+{
+  WarmUp *warm = user_data;
+
+  switch (warm->step++)
+    {
+    case 0:
+      gtk_source_init ();
+      gtk_source_language_manager_get_language_ids (gtk_source_language_manager_get_default ());
+      return G_SOURCE_CONTINUE;
+
+    case 1:
+      gtk_source_style_scheme_manager_get_scheme (gtk_source_style_scheme_manager_get_default (),
+                                                  "Adwaita");
+      return G_SOURCE_CONTINUE;
+
+    case 2:
+      g_object_unref (g_object_ref_sink (kaged_code_block_new ()));
+      return G_SOURCE_CONTINUE;
+
+    case 3:
+      g_object_unref (gtk_icon_theme_lookup_icon (gtk_icon_theme_get_for_display (warm->display),
+                                                  COPY_ICON, NULL, COPY_ICON_SIZE, warm->scale,
+                                                  GTK_TEXT_DIR_NONE, 0));
+      return G_SOURCE_CONTINUE;
+
+    default:
+      warm_up_done = TRUE;
+      return G_SOURCE_REMOVE;
+    }
+}
+
+/**
+ * kaged_code_block_warm_up:
+ * @display: the display blocks will show on
+ * @scale: the scale of the window they will show in
+ *
+ * Loads, from idles of low priority, what the first code block would load
+ * while it is built; once a run, and only what is not loaded yet. Call it
+ * once the window shows.
+ */
+void
+kaged_code_block_warm_up (GdkDisplay *display,
+                          int         scale)
+{
+  WarmUp *warm;
+
+  g_return_if_fail (GDK_IS_DISPLAY (display));
+
+  if (warm_up_started)
+    return;
+  warm_up_started = TRUE;
+
+  warm = g_new0 (WarmUp, 1);
+  warm->display = g_object_ref (display);
+  warm->scale = MAX (scale, 1);
+  g_idle_add_full (G_PRIORITY_LOW, warm_up_step_cb, warm, warm_up_free);
+}
+
+/**
+ * kaged_code_block_get_warmed_up:
+ *
+ * Returns: whether kaged_code_block_warm_up() has loaded all it loads
+ */
+gboolean
+kaged_code_block_get_warmed_up (void)
+{
+  return warm_up_done;
+}
+
+/**
+ * kaged_code_block_get_language_kept:
+ * @id: a language's id, as GtkSourceView knows it
+ *
+ * Returns: whether the language stays parsed, because a block used it
+ */
+gboolean
+kaged_code_block_get_language_kept (const char *id)
+{
+  g_return_val_if_fail (id != NULL, FALSE);
+
+  return kept_languages != NULL && g_hash_table_contains (kept_languages, id);
 }

@@ -23,4 +23,9 @@ void             kaged_code_block_set_language (KagedCodeBlock *self,
 GtkSourceBuffer *kaged_code_block_get_buffer   (KagedCodeBlock *self);
 void             kaged_code_block_copy         (KagedCodeBlock *self);
 
+void             kaged_code_block_warm_up           (GdkDisplay *display,
+                                                     int         scale);
+gboolean         kaged_code_block_get_warmed_up     (void);
+gboolean         kaged_code_block_get_language_kept (const char *id);
+
 G_END_DECLS

@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-code-block.h"
 #include "kaged-composer.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
@@ -740,6 +741,18 @@ kaged_window_dispose (GObject *object)
   G_OBJECT_CLASS (kaged_window_parent_class)->dispose (object);
 }
 
+/* Once the window shows, what the first code block of a reply needs is
+ * loaded ahead, rather than while that reply streams. */
+static gboolean
+first_frame_cb (GtkWidget     *widget,
+                GdkFrameClock *clock,
+                gpointer       user_data)
+{
+  kaged_code_block_warm_up (gtk_widget_get_display (widget), gtk_widget_get_scale_factor (widget));
+
+  return G_SOURCE_REMOVE;
+}
+
 static void
 kaged_window_finalize (GObject *object)
 {
@@ -824,6 +837,7 @@ kaged_window_init (KagedWindow *self)
 
   gtk_widget_init_template (GTK_WIDGET (self));
   put_pages_before_shadow (self->leaflet);
+  gtk_widget_add_tick_callback (GTK_WIDGET (self), first_frame_cb, NULL, NULL);
   g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 
 #if DEVELOPMENT_BUILD

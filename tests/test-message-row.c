@@ -619,6 +619,8 @@ test_code_block_copy (void)
   copied = read_clipboard (GTK_WIDGET (block));
   g_assert_cmpstr (copied, ==, "ls -l | grep '<x>'");
   g_assert_cmpstr (gtk_button_get_icon_name (GTK_BUTTON (copy)), ==, "object-select-symbolic");
+  g_assert_nonnull (shown_label (GTK_WIDGET (block), "Copied"));
+  g_assert_true (gtk_revealer_get_reveal_child (GTK_REVEALER (gtk_widget_get_parent (shown_label (GTK_WIDGET (block), "Copied")))));
 
   gtk_window_destroy (window);
 }

@@ -1587,6 +1587,18 @@ test_markdown_blocks_stay_put (void)
   g_hash_table_iter_init (&iter, watched);
   while (g_hash_table_iter_next (&iter, &block, NULL))
     g_signal_handlers_disconnect_by_func (block, count_unrealize_cb, &unrealized);
+
+  /* Text that does not continue it replaces the blocks, one of them
+   * holding the focus (a label the person selected text in). */
+  block = gtk_widget_get_first_child (gtk_widget_get_first_child (gtk_widget_get_first_child (view)));
+  g_assert_true (GTK_IS_LABEL (block));
+  g_assert_true (gtk_widget_grab_focus (block));
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), "Other");
+  run_frames (window, 2);
+  g_string_truncate (shown, 0);
+  collect_label_texts (view, shown);
+  g_assert_cmpstr (shown->str, ==, "Other|");
+
   gtk_window_destroy (window);
 }
 

@@ -442,10 +442,24 @@ update_block (KagedMarkdownView        *self,
   return TRUE;
 }
 
+/* Takes the keyboard focus from @widget or what it holds, before it goes.
+ * GTK 4.8 would keep pointing at a widget that went inside another one,
+ * and then ask that freed widget where the focus should move. */
+static void
+release_focus (GtkWidget *widget)
+{
+  GtkRoot *root = gtk_widget_get_root (widget);
+  GtkWidget *focus = root != NULL ? gtk_root_get_focus (root) : NULL;
+
+  if (focus != NULL && (focus == widget || gtk_widget_is_ancestor (focus, widget)))
+    gtk_root_set_focus (root, NULL);
+}
+
 static void
 remove_child (GtkWidget *container,
               GtkWidget *child)
 {
+  release_focus (child);
   if (GTK_IS_BOX (container))
     gtk_box_remove (GTK_BOX (container), child);
   else
@@ -813,7 +827,10 @@ remove_groups (KagedMarkdownView *self)
   GtkWidget *child;
 
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
-    gtk_widget_unparent (child);
+    {
+      release_focus (child);
+      gtk_widget_unparent (child);
+    }
   self->tail = NULL;
   self->n_grouped = 0;
   add_tail (self);
@@ -999,7 +1016,10 @@ kaged_markdown_view_dispose (GObject *object)
   GtkWidget *child;
 
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
-    gtk_widget_unparent (child);
+    {
+      release_focus (child);
+      gtk_widget_unparent (child);
+    }
   self->tail = NULL;
 
   g_clear_object (&self->document);

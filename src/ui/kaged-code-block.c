@@ -126,11 +126,11 @@ find_language (const char *name,
 
 /*
  * GtkSourceView parses a language's definition when a buffer first
- * highlights it, and frees it with the last buffer that does: 10 to 25 ms
- * each time, longer than a frame. A list recycles the rows of a long
+ * highlights it, and frees it with the last buffer that does: from 10 ms
+ * (C) to over 100 ms (HTML), each time. A list recycles the rows of a long
  * conversation as it scrolls, and with them the blocks that highlight a
- * language; so a language that a block used stays parsed, for the buffer
- * of its own that it keeps here.
+ * language; so once a block used a language, a buffer of its own, kept
+ * here, keeps it parsed.
  */
 static GHashTable *kept_languages;
 
@@ -519,10 +519,10 @@ kaged_code_block_copy (KagedCodeBlock *self)
 
 /*
  * The first block of a run loads what every block then shares: the list
- * of languages, the style schemes, its own template and GtkSourceView's
- * classes, and the icon of its *Copy* button — about 50 ms, in the middle
- * of a streaming reply. kaged_code_block_warm_up() loads them ahead, one
- * at a time from idles, each shorter than a frame.
+ * of languages, the style schemes, the classes of its widgets, and the
+ * icon of its *Copy* button — about 50 ms, in the middle of a streaming
+ * reply. kaged_code_block_warm_up() loads them ahead, one at a time from
+ * idles, each about a frame long or less.
  */
 typedef struct
 {

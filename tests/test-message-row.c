@@ -11,6 +11,7 @@
 #include <adwaita.h>
 
 #include "kaged-code-block.h"
+#include "kaged-icons.h"
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
@@ -505,6 +506,95 @@ test_code_block_language_loads_aside (void)
   kaged_code_block_set_language (block, "fortran");
   wait_for_highlighting (buffer);
   g_assert_true (kaged_source_language_id_loaded ("fortran"));
+
+  gtk_window_destroy (window);
+}
+
+/* --- icons loaded ahead ------------------------------------------------------------------ */
+
+/* The first texture drawn under @node, or %NULL. */
+static GdkTexture *
+find_texture (GskRenderNode *node)
+{
+  GdkTexture *texture = NULL;
+  GskRenderNodeType type;
+
+  if (node == NULL)
+    return NULL;
+
+  type = gsk_render_node_get_node_type (node);
+  if (type == GSK_TEXTURE_NODE)
+    return gsk_texture_node_get_texture (node);
+  if (type == GSK_CONTAINER_NODE)
+    {
+      for (guint i = 0; texture == NULL && i < gsk_container_node_get_n_children (node); i++)
+        texture = find_texture (gsk_container_node_get_child (node, i));
+      return texture;
+    }
+  if (type == GSK_COLOR_MATRIX_NODE)
+    return find_texture (gsk_color_matrix_node_get_child (node));
+  if (type == GSK_TRANSFORM_NODE)
+    return find_texture (gsk_transform_node_get_child (node));
+  if (type == GSK_CLIP_NODE)
+    return find_texture (gsk_clip_node_get_child (node));
+  if (type == GSK_OPACITY_NODE)
+    return find_texture (gsk_opacity_node_get_child (node));
+
+  return NULL;
+}
+
+/* The texture @paintable draws at the usual icon size. */
+static GdkTexture *
+drawn_texture (GdkPaintable  *paintable,
+               GskRenderNode **node)
+{
+  GtkSnapshot *snapshot = gtk_snapshot_new ();
+
+  gdk_paintable_snapshot (paintable, GDK_SNAPSHOT (snapshot), KAGED_ICON_SIZE, KAGED_ICON_SIZE);
+  *node = gtk_snapshot_free_to_node (snapshot);
+
+  return find_texture (*node);
+}
+
+/* An icon loaded ahead is the very one a button, or the style sheet (a
+ * spinner), then draws: not a second copy read again in the frame that
+ * shows it. */
+static void
+test_icons_preload (void)
+{
+  GdkDisplay *display = gdk_display_get_default ();
+  g_autoptr(GtkIconPaintable) icon = kaged_icon_preload (display, "document-edit-symbolic", 1);
+  g_autoptr(GskRenderNode) icon_node = NULL;
+  g_autoptr(GskRenderNode) button_node = NULL;
+  g_autoptr(GskRenderNode) spinner_node = NULL;
+  g_autoptr(GskRenderNode) style_node = NULL;
+  g_autoptr(GdkPaintable) button_paintable = NULL;
+  g_autoptr(GdkPaintable) spinner_paintable = NULL;
+  g_autoptr(GtkIconPaintable) style_icon = kaged_icon_preload_style (display, "process-working-symbolic", 1);
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
+  GtkWidget *button = gtk_button_new_from_icon_name ("document-edit-symbolic");
+  GtkWidget *spinner = gtk_spinner_new ();
+  GtkWindow *window;
+  GdkTexture *texture;
+
+  g_assert_nonnull (icon);
+  g_assert_nonnull (style_icon);
+
+  gtk_spinner_start (GTK_SPINNER (spinner));
+  gtk_box_append (GTK_BOX (box), button);
+  gtk_box_append (GTK_BOX (box), spinner);
+  window = show_in_window (box);
+  run_frames (window, 2);
+
+  texture = drawn_texture (GDK_PAINTABLE (icon), &icon_node);
+  g_assert_nonnull (texture);
+  button_paintable = gtk_widget_paintable_new (gtk_button_get_child (GTK_BUTTON (button)));
+  g_assert_true (drawn_texture (button_paintable, &button_node) == texture);
+
+  texture = drawn_texture (GDK_PAINTABLE (style_icon), &style_node);
+  g_assert_nonnull (texture);
+  spinner_paintable = gtk_widget_paintable_new (spinner);
+  g_assert_true (drawn_texture (spinner_paintable, &spinner_node) == texture);
 
   gtk_window_destroy (window);
 }
@@ -1975,6 +2065,7 @@ main (int   argc,
   g_test_add_func ("/code-block/language-kept", test_code_block_language_kept);
   g_test_add_func ("/code-block/language-loads-aside", test_code_block_language_loads_aside);
   g_test_add_func ("/code-block/warm-up", test_code_block_warm_up);
+  g_test_add_func ("/icons/preload", test_icons_preload);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);
   g_test_add_func ("/code-block/highlights-growth", test_code_block_highlights_growth);

@@ -14,12 +14,12 @@
 
 #include "kaged-code-block.h"
 #include "kaged-code-view.h"
+#include "kaged-icons.h"
 #include "kaged-source-languages.h"
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define GUESS_BYTES 512
 #define COPY_ICON "edit-copy-symbolic"
-#define COPY_ICON_SIZE 16
 
 /**
  * KagedCodeBlock:
@@ -583,9 +583,7 @@ warm_up_step_cb (gpointer user_data)
       return G_SOURCE_CONTINUE;
 
     case 3:
-      g_object_unref (gtk_icon_theme_lookup_icon (gtk_icon_theme_get_for_display (warm->display),
-                                                  COPY_ICON, NULL, COPY_ICON_SIZE, warm->scale,
-                                                  GTK_TEXT_DIR_NONE, 0));
+      g_object_unref (kaged_icon_preload (warm->display, COPY_ICON, warm->scale));
       return G_SOURCE_CONTINUE;
 
     default:

@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "kaged-code-block.h"
+#include "kaged-icons.h"
 #include "kaged-composer.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
@@ -741,14 +742,49 @@ kaged_window_dispose (GObject *object)
   G_OBJECT_CLASS (kaged_window_parent_class)->dispose (object);
 }
 
-/* Once the window shows, what the first code block of a reply needs is
- * loaded ahead, rather than while that reply streams. */
+/* The icons a conversation shows that the empty window does not: on its
+ * messages, in the composer while a reply streams, in the sidebar's rows
+ * and in the retry banner. */
+static const char * const conversation_icons[] = {
+  "document-edit-symbolic",
+  "edit-copy-symbolic",
+  "view-refresh-symbolic",
+  "dialog-information-symbolic",
+  "dialog-warning-symbolic",
+  "go-previous-symbolic",
+  "go-next-symbolic",
+  "go-bottom-symbolic",
+  "media-playback-stop-symbolic",
+  "view-more-symbolic",
+  "alarm-symbolic",
+  "network-offline-symbolic",
+};
+
+static gboolean
+preload_icons_cb (gpointer user_data)
+{
+  GtkWidget *widget = user_data;
+
+  for (guint i = 0; i < G_N_ELEMENTS (conversation_icons); i++)
+    g_object_unref (kaged_icon_preload (gtk_widget_get_display (widget), conversation_icons[i],
+                                        gtk_widget_get_scale_factor (widget)));
+  /* A reply's spinner, while it waits for words. */
+  g_object_unref (kaged_icon_preload_style (gtk_widget_get_display (widget), "process-working-symbolic",
+                                            gtk_widget_get_scale_factor (widget)));
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Once the window shows, what the first message and the first code block
+ * of a reply need is loaded ahead, rather than in the frame that shows
+ * them. */
 static gboolean
 first_frame_cb (GtkWidget     *widget,
                 GdkFrameClock *clock,
                 gpointer       user_data)
 {
   kaged_code_block_warm_up (gtk_widget_get_display (widget), gtk_widget_get_scale_factor (widget));
+  g_idle_add_full (G_PRIORITY_LOW, preload_icons_cb, g_object_ref (widget), g_object_unref);
 
   return G_SOURCE_REMOVE;
 }

@@ -276,6 +276,22 @@ label_shows (GtkWidget  *widget,
   return FALSE;
 }
 
+/* Whether a label on screen, inside @widget, reads exactly @text. */
+static gboolean
+label_reads (GtkWidget  *widget,
+             const char *text)
+{
+  if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
+      g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0)
+    return TRUE;
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    if (label_reads (c, text))
+      return TRUE;
+
+  return FALSE;
+}
+
 /* The row on screen showing the message @message_id. */
 static KagedMessageRow *
 row_of (Fixture *fixture,
@@ -523,6 +539,49 @@ test_regenerate (Fixture       *fixture,
     g_assert_nonnull (row);
     g_assert_cmpuint (g_list_model_get_n_items (kaged_message_row_get_versions (row)), ==, 2);
   }
+}
+
+/* A reply's details describe the version the pager shows: its run, not
+ * the latest one's. */
+static void
+test_version_details (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(KagedMessage) first = NULL;
+  g_autofree char *first_run = NULL;
+  g_autofree char *latest_run = NULL;
+  KagedMessageRow *row;
+  GtkWidget *popover;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  first = g_object_ref (shown_message (fixture, 1));
+  first_run = g_strdup_printf ("%" G_GINT64_FORMAT, kaged_message_get_run_id (first));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  latest_run = g_strdup_printf ("%" G_GINT64_FORMAT, kaged_message_get_run_id (shown_message (fixture, 1)));
+  g_assert_cmpstr (first_run, !=, latest_run);
+
+  row = row_of (fixture, kaged_message_get_id (shown_message (fixture, 1)));
+  g_assert_nonnull (row);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.previous-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "1/2"));
+  g_assert_true (kaged_message_row_get_message (row) != NULL &&
+                 kaged_message_get_id (kaged_message_row_get_message (row)) == kaged_message_get_id (first));
+  g_assert_nonnull (kaged_message_row_get_run (row));
+  g_assert_cmpint (kaged_run_get_id (kaged_message_row_get_run (row)), ==, kaged_message_get_run_id (first));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.show-details", NULL));
+  popover = gtk_widget_get_last_child (GTK_WIDGET (row));
+  g_assert_true (GTK_IS_POPOVER (popover));
+  for (guint i = 0; i < 20; i++)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_true (label_reads (popover, first_run));
+  g_assert_false (label_reads (popover, latest_run));
 }
 
 static void
@@ -1686,6 +1745,7 @@ main (int   argc,
   ADD_TEST ("/window/queue", slow, test_queue);
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
+  ADD_TEST ("/window/version-details", reply, test_version_details);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);
   ADD_TEST ("/window/export", reply, test_export);

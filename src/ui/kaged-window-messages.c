@@ -408,6 +408,68 @@ message_setup_cb (GtkSignalListItemFactory *factory,
   gtk_list_item_set_child (item, kaged_message_row_new ());
 }
 
+/* Gives @row what it shows of the run that wrote @message, one of the
+ * versions of a reply: the run, the profile and model it went through,
+ * and the profile *Open Preferences* shows. */
+static void
+bind_reply_run (KagedWindow     *self,
+                KagedMessageRow *row,
+                KagedMessage    *message)
+{
+  g_autoptr(KagedRun) run = NULL;
+  g_autoptr(KagedProfile) conversation_profile = NULL;
+  g_autofree char *run_profile_id = NULL;
+  g_autofree char *run_profile = NULL;
+  g_autofree char *run_model = NULL;
+
+  if (kaged_message_get_run_id (message) > 0)
+    run = kaged_session_manager_get_run (kaged_window_get_manager (self),
+                                         kaged_message_get_session_id (message),
+                                         kaged_message_get_run_id (message), NULL);
+  kaged_message_row_set_run (row, run);
+
+  /* The profile and model the run went through, once it recorded them. */
+  if (run != NULL)
+    kaged_core_get_run_model (self->core, kaged_run_get_id (run), &run_profile_id,
+                              &run_profile, &run_model, NULL);
+  if (run_model != NULL)
+    {
+      kaged_message_row_set_provider_name (row, run_profile);
+      kaged_message_row_set_model_name (row, run_model);
+    }
+  else if (run != NULL && (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING ||
+                           kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED))
+    {
+      /* Still going: it records them when it ends; until then, what
+       * the conversation asks for is what it uses. */
+      g_autoptr(KagedProfile) going = NULL;
+      g_autofree char *going_model = NULL;
+
+      going = kaged_core_dup_session_profile (self->core, kaged_message_get_session_id (message),
+                                              &going_model);
+      kaged_message_row_set_provider_name (row, going != NULL ? kaged_profile_get_name (going) : NULL);
+      kaged_message_row_set_model_name (row, going_model);
+    }
+  else
+    {
+      /* A run from before runs recorded them, or one that never started. */
+      kaged_message_row_set_provider_name (row, NULL);
+      kaged_message_row_set_model_name (row, NULL);
+    }
+
+  /* Open Preferences shows the page of the profile the reply went
+   * through, or, before it recorded one, the conversation's. */
+  if (run_profile_id == NULL)
+    {
+      conversation_profile = kaged_core_dup_session_profile (self->core,
+                                                             kaged_message_get_session_id (message),
+                                                             NULL);
+      if (conversation_profile != NULL)
+        run_profile_id = g_strdup (kaged_profile_get_id (conversation_profile));
+    }
+  kaged_message_row_set_profile_id (row, run_profile_id);
+}
+
 static void
 message_bind_cb (GtkSignalListItemFactory *factory,
                  GtkListItem              *item,
@@ -421,59 +483,38 @@ message_bind_cb (GtkSignalListItemFactory *factory,
   if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
     {
       g_autoptr(GListModel) versions = list_versions (self, message);
-      g_autoptr(KagedRun) run = NULL;
-      g_autoptr(KagedProfile) conversation_profile = NULL;
-      g_autofree char *run_profile_id = NULL;
-      g_autofree char *run_profile = NULL;
-      g_autofree char *run_model = NULL;
 
-      if (kaged_message_get_run_id (message) > 0)
-        run = kaged_session_manager_get_run (kaged_window_get_manager (self),
-                                             kaged_message_get_session_id (message),
-                                             kaged_message_get_run_id (message), NULL);
       kaged_message_row_set_versions (row, versions);
-      kaged_message_row_set_run (row, run);
+      bind_reply_run (self, row, message);
+    }
+}
 
-      /* The profile and model the run went through, once it recorded them. */
-      if (run != NULL)
-        kaged_core_get_run_model (self->core, kaged_run_get_id (run), &run_profile_id,
-                                  &run_profile, &run_model, NULL);
-      if (run_model != NULL)
-        {
-          kaged_message_row_set_provider_name (row, run_profile);
-          kaged_message_row_set_model_name (row, run_model);
-        }
-      else if (run != NULL && (kaged_run_get_status (run) == KAGED_RUN_STATUS_RUNNING ||
-                               kaged_run_get_status (run) == KAGED_RUN_STATUS_QUEUED))
-        {
-          /* Still going: it records them when it ends; until then, what
-           * the conversation asks for is what it uses. */
-          g_autoptr(KagedProfile) going = NULL;
-          g_autofree char *going_model = NULL;
+/* A reply's pager showed another version, @message_id: its row describes
+ * that version's run. */
+static void
+show_version_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+  gint64 message_id = g_variant_get_int64 (parameter);
 
-          going = kaged_core_dup_session_profile (self->core, kaged_message_get_session_id (message),
-                                                  &going_model);
-          kaged_message_row_set_provider_name (row, going != NULL ? kaged_profile_get_name (going) : NULL);
-          kaged_message_row_set_model_name (row, going_model);
-        }
-      else
-        {
-          /* A run from before runs recorded them, or one that never started. */
-          kaged_message_row_set_provider_name (row, NULL);
-          kaged_message_row_set_model_name (row, NULL);
-        }
+  if (self->core == NULL)
+    return;
 
-      /* Open Preferences shows the page of the profile the reply went
-       * through, or, before it recorded one, the conversation's. */
-      if (run_profile_id == NULL)
-        {
-          conversation_profile = kaged_core_dup_session_profile (self->core,
-                                                                 kaged_message_get_session_id (message),
-                                                                 NULL);
-          if (conversation_profile != NULL)
-            run_profile_id = g_strdup (kaged_profile_get_id (conversation_profile));
-        }
-      kaged_message_row_set_profile_id (row, run_profile_id);
+  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+      KagedMessage *message;
+
+      if (!KAGED_IS_MESSAGE_ROW (row) ||
+          (message = kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))) == NULL ||
+          kaged_message_get_id (message) != message_id)
+        continue;
+
+      bind_reply_run (self, KAGED_MESSAGE_ROW (row), message);
+      return;
     }
 }
 
@@ -506,6 +547,7 @@ kaged_window_class_init_messages (GtkWidgetClass *widget_class)
 {
   gtk_widget_class_install_action (widget_class, "message.regenerate", "x", regenerate_action);
   gtk_widget_class_install_action (widget_class, "message.edit", "x", edit_action);
+  gtk_widget_class_install_action (widget_class, "message.show-version", "x", show_version_action);
   gtk_widget_class_install_action (widget_class, "win.regenerate-latest", NULL,
                                    regenerate_latest_action);
 

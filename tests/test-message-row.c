@@ -15,7 +15,6 @@
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
-#include "kaged-source-languages.h"
 #include "kaged-test-time.h"
 
 /* --- helpers ------------------------------------------------------------------------ */
@@ -38,18 +37,6 @@ show_in_window (GtkWidget *widget)
   iterate ();
 
   return window;
-}
-
-/* Waits, iterating the main loop, until @buffer highlights a language. */
-static void
-wait_for_highlighting (GtkSourceBuffer *buffer)
-{
-  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (10 * G_USEC_PER_SEC);
-
-  while (gtk_source_buffer_get_language (buffer) == NULL && g_get_monotonic_time () < deadline)
-    g_main_context_iteration (NULL, TRUE);
-  g_assert_nonnull (gtk_source_buffer_get_language (buffer));
-  iterate ();
 }
 
 static guint frames_painted;
@@ -328,7 +315,6 @@ test_markdown_fixture (void)
   code = find_widget (view, is_code_block, NULL);
   g_assert_nonnull (code);
   buffer = kaged_code_block_get_buffer (KAGED_CODE_BLOCK (code));
-  wait_for_highlighting (buffer);
   language = gtk_source_buffer_get_language (buffer);
   g_assert_nonnull (language);
   g_assert_cmpstr (gtk_source_language_get_id (language), ==, "python3");
@@ -394,7 +380,7 @@ test_markdown_streaming (void)
   g_assert_cmpuint (kaged_markdown_view_get_widgets_built (view), ==, built);
   g_assert_true (gtk_widget_get_last_child (blocks_of (GTK_WIDGET (view))) == code);
   g_assert_true (g_str_has_suffix (kaged_code_block_get_code (KAGED_CODE_BLOCK (code)), "int b19;"));
-  g_assert_cmpstr (gtk_source_language_get_id (kaged_code_block_get_source_language (KAGED_CODE_BLOCK (code))),
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (KAGED_CODE_BLOCK (code)))),
                    ==, "c");
   g_assert_true (gtk_widget_get_first_child (blocks_of (GTK_WIDGET (view))) == first);
 
@@ -412,24 +398,24 @@ static void
 test_code_block_language (void)
 {
   KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkSourceBuffer *buffer = kaged_code_block_get_buffer (block);
 
   g_object_ref_sink (block);
 
   kaged_code_block_set_language (block, "rs");
   kaged_code_block_set_code (block, "fn main() {}");
-  g_assert_cmpstr (gtk_source_language_get_id (kaged_code_block_get_source_language (block)), ==, "rust");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "rust");
 
   kaged_code_block_set_language (block, "JSON");
-  g_assert_cmpstr (gtk_source_language_get_id (kaged_code_block_get_source_language (block)), ==, "json");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "json");
 
   kaged_code_block_set_language (block, "no-such-language");
-  g_assert_null (kaged_code_block_get_source_language (block));
-  g_assert_null (gtk_source_buffer_get_language (kaged_code_block_get_buffer (block)));
+  g_assert_null (gtk_source_buffer_get_language (buffer));
 
   /* Without a name, a shebang tells. */
   kaged_code_block_set_language (block, NULL);
   kaged_code_block_set_code (block, "#!/bin/sh\necho hi\n");
-  g_assert_cmpstr (gtk_source_language_get_id (kaged_code_block_get_source_language (block)), ==, "sh");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "sh");
 
   g_object_unref (block);
 }
@@ -441,73 +427,19 @@ test_code_block_language_kept (void)
 {
   KagedCodeBlock *block = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
 
-  g_assert_false (kaged_source_language_id_loaded ("yaml"));
+  g_assert_false (kaged_code_block_get_language_kept ("yaml"));
   kaged_code_block_set_language (block, "yml");
   kaged_code_block_set_code (block, "key: value\n");
-  wait_for_highlighting (kaged_code_block_get_buffer (block));
   g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (block))),
                    ==, "yaml");
   g_object_unref (block);
-  g_assert_true (kaged_source_language_id_loaded ("yaml"));
+  g_assert_true (kaged_code_block_get_language_kept ("yaml"));
 
   /* A language nobody knows is not kept. */
   block = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
   kaged_code_block_set_language (block, "no-such-language");
-  g_assert_false (kaged_source_language_id_loaded ("no-such-language"));
+  g_assert_false (kaged_code_block_get_language_kept ("no-such-language"));
   g_object_unref (block);
-}
-
-/* The first block of a language does not parse its definition in the
- * frame that shows it: the code shows plain, under the language's name,
- * and takes its colours once the definition, parsed on another thread,
- * is ready. A second block of the language highlights at once. */
-static void
-test_code_block_language_loads_aside (void)
-{
-  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
-  GtkWindow *window = show_in_window (GTK_WIDGET (block));
-  GtkSourceBuffer *buffer = kaged_code_block_get_buffer (block);
-  KagedCodeBlock *other;
-  GtkTextIter iter;
-  GSList *tags;
-
-  g_assert_false (kaged_source_language_id_loaded ("haskell"));
-  kaged_code_block_set_language (block, "haskell");
-  kaged_code_block_set_code (block, "-- a comment\nmain = putStrLn \"hi\"\n");
-  g_assert_null (gtk_source_buffer_get_language (buffer));
-  iterate ();
-  g_assert_nonnull (shown_label (GTK_WIDGET (block), "Haskell"));
-
-  wait_for_highlighting (buffer);
-  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "haskell");
-  g_assert_true (kaged_source_language_id_loaded ("haskell"));
-  gtk_text_buffer_get_start_iter (GTK_TEXT_BUFFER (buffer), &iter);
-  tags = gtk_text_iter_get_tags (&iter);
-  g_assert_nonnull (tags);
-  g_slist_free (tags);
-
-  other = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
-  kaged_code_block_set_language (other, "haskell");
-  g_assert_nonnull (gtk_source_buffer_get_language (kaged_code_block_get_buffer (other)));
-  g_object_unref (other);
-
-  /* A block that names another language before the first is ready
-   * highlights the one it names last. */
-  kaged_code_block_set_language (block, "ocaml");
-  kaged_code_block_set_language (block, "erlang");
-  g_assert_null (gtk_source_buffer_get_language (buffer));
-  wait_for_highlighting (buffer);
-  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "erlang");
-
-  /* A block that goes while its language loads is simply gone. */
-  other = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
-  kaged_code_block_set_language (other, "fortran");
-  g_object_unref (other);
-  kaged_code_block_set_language (block, "fortran");
-  wait_for_highlighting (buffer);
-  g_assert_true (kaged_source_language_id_loaded ("fortran"));
-
-  gtk_window_destroy (window);
 }
 
 /* --- icons loaded ahead ------------------------------------------------------------------ */
@@ -647,7 +579,7 @@ test_code_block_highlights_growth (void)
 
   kaged_code_block_set_language (block, "c");
   kaged_code_block_set_code (block, "int a;\n");
-  wait_for_highlighting (GTK_SOURCE_BUFFER (buffer));
+  iterate ();
 
   kaged_code_block_set_code (block, "int a;\nreturn a;\n");
   gtk_text_buffer_get_iter_at_line (buffer, &iter, 1);
@@ -731,7 +663,6 @@ test_code_block_grows_in_one_frame (void)
   window = show_in_window (scrolled);
   kaged_code_block_set_language (block, "c");
   kaged_code_block_set_code (block, code->str);
-  wait_for_highlighting (kaged_code_block_get_buffer (block));
   run_frames (window, 3);
   count_layouts (window, 200);
 
@@ -2063,7 +1994,6 @@ main (int   argc,
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/language-kept", test_code_block_language_kept);
-  g_test_add_func ("/code-block/language-loads-aside", test_code_block_language_loads_aside);
   g_test_add_func ("/code-block/warm-up", test_code_block_warm_up);
   g_test_add_func ("/icons/preload", test_icons_preload);
   g_test_add_func ("/code-block/dark", test_code_block_dark);

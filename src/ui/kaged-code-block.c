@@ -15,7 +15,6 @@
 #include "kaged-code-block.h"
 #include "kaged-code-view.h"
 #include "kaged-icons.h"
-#include "kaged-source-languages.h"
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define GUESS_BYTES 512
@@ -39,8 +38,6 @@ struct _KagedCodeBlock
 
   char *code;
   char *language;
-  GtkSourceLanguage *source_language;
-  GCancellable *load_cancellable;
   guint copied_source;
 
   GtkLabel *language_label;
@@ -127,48 +124,42 @@ find_language (const char *name,
   return gtk_source_language_manager_guess_language (manager, NULL, content_type);
 }
 
+/*
+ * GtkSourceView parses a language's definition when a buffer first
+ * highlights it, and frees it with the last buffer that does: from 10 ms
+ * (C) to over 100 ms (HTML), each time. A list recycles the rows of a long
+ * conversation as it scrolls, and with them the blocks that highlight a
+ * language; so once a block used a language, a buffer of its own, kept
+ * here, keeps it parsed.
+ *
+ * The parse stays on the main thread: GtkSourceView checks every pattern
+ * it compiles against one regex shared by the whole process, whose
+ * reference count it changes without a lock, and the main thread uses
+ * that regex too whenever it highlights. Parsing on another thread would
+ * race with it, and a lost update frees the regex while it is in use.
+ */
+static GHashTable *kept_languages;
+
 static void
-language_loaded_cb (GObject      *source_object,
-                    GAsyncResult *result,
-                    gpointer      user_data)
+keep_language (GtkSourceLanguage *language)
 {
-  KagedCodeBlock *self;
+  const char *id = gtk_source_language_get_id (language);
 
-  /* Cancelled: the block is gone, or names another language now. */
-  if (!kaged_source_language_load_finish (result, NULL))
-    return;
-
-  self = KAGED_CODE_BLOCK (user_data);
-  g_clear_object (&self->load_cancellable);
-  gtk_source_buffer_set_language (self->buffer, self->source_language);
+  if (kept_languages == NULL)
+    kept_languages = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_object_unref);
+  if (!g_hash_table_contains (kept_languages, id))
+    g_hash_table_insert (kept_languages, g_strdup (id), gtk_source_buffer_new_with_language (language));
 }
 
-/* A language whose definition is not parsed yet is loaded on another
- * thread (kaged-source-languages.c); until it is, the code shows plain,
- * under the language's name. */
 static void
 update_language (KagedCodeBlock *self)
 {
   GtkSourceLanguage *language = find_language (self->language, self->code);
 
-  if (language != self->source_language)
-    {
-      g_cancellable_cancel (self->load_cancellable);
-      g_clear_object (&self->load_cancellable);
-      g_set_object (&self->source_language, language);
-
-      if (language == NULL || kaged_source_language_get_loaded (language))
-        {
-          gtk_source_buffer_set_language (self->buffer, language);
-        }
-      else
-        {
-          gtk_source_buffer_set_language (self->buffer, NULL);
-          self->load_cancellable = g_cancellable_new ();
-          kaged_source_language_load_async (language, self->load_cancellable,
-                                            language_loaded_cb, self);
-        }
-    }
+  if (gtk_source_buffer_get_language (self->buffer) != language)
+    gtk_source_buffer_set_language (self->buffer, language);
+  if (language != NULL)
+    keep_language (language);
 
   if (language != NULL)
     gtk_label_set_label (self->language_label, gtk_source_language_get_name (language));
@@ -216,9 +207,6 @@ kaged_code_block_dispose (GObject *object)
   KagedCodeBlock *self = (KagedCodeBlock *)object;
 
   g_clear_handle_id (&self->copied_source, g_source_remove);
-  g_cancellable_cancel (self->load_cancellable);
-  g_clear_object (&self->load_cancellable);
-  g_clear_object (&self->source_language);
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
     gtk_widget_unparent (child);
 
@@ -458,7 +446,7 @@ kaged_code_block_set_code (KagedCodeBlock *self,
 
   /* Without a name, the language is guessed from the code's beginning
    * until one is found. */
-  if (self->language == NULL && self->source_language == NULL)
+  if (self->language == NULL && gtk_source_buffer_get_language (self->buffer) == NULL)
     update_language (self);
 
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_CODE]);
@@ -631,15 +619,15 @@ kaged_code_block_get_warmed_up (void)
 }
 
 /**
- * kaged_code_block_get_source_language:
+ * kaged_code_block_get_language_kept:
+ * @id: a language's id, as GtkSourceView knows it
  *
- * Returns: (nullable) (transfer none): the language the block highlights,
- *   or will once its definition is loaded
+ * Returns: whether the language stays parsed, because a block used it
  */
-GtkSourceLanguage *
-kaged_code_block_get_source_language (KagedCodeBlock *self)
+gboolean
+kaged_code_block_get_language_kept (const char *id)
 {
-  g_return_val_if_fail (KAGED_IS_CODE_BLOCK (self), NULL);
+  g_return_val_if_fail (id != NULL, FALSE);
 
-  return self->source_language;
+  return kept_languages != NULL && g_hash_table_contains (kept_languages, id);
 }

@@ -13,19 +13,19 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (KagedCodeBlock, kaged_code_block, KAGED, CODE_BLOCK, GtkWidget)
 
-GtkWidget         *kaged_code_block_new                 (void);
-const char        *kaged_code_block_get_code            (KagedCodeBlock *self);
-void               kaged_code_block_set_code            (KagedCodeBlock *self,
-                                                         const char     *code);
-const char        *kaged_code_block_get_language        (KagedCodeBlock *self);
-void               kaged_code_block_set_language        (KagedCodeBlock *self,
-                                                         const char     *language);
-GtkSourceLanguage *kaged_code_block_get_source_language (KagedCodeBlock *self);
-GtkSourceBuffer   *kaged_code_block_get_buffer          (KagedCodeBlock *self);
-void               kaged_code_block_copy                (KagedCodeBlock *self);
+GtkWidget       *kaged_code_block_new          (void);
+const char      *kaged_code_block_get_code     (KagedCodeBlock *self);
+void             kaged_code_block_set_code     (KagedCodeBlock *self,
+                                                const char     *code);
+const char      *kaged_code_block_get_language (KagedCodeBlock *self);
+void             kaged_code_block_set_language (KagedCodeBlock *self,
+                                                const char     *language);
+GtkSourceBuffer *kaged_code_block_get_buffer   (KagedCodeBlock *self);
+void             kaged_code_block_copy         (KagedCodeBlock *self);
 
-void               kaged_code_block_warm_up             (GdkDisplay     *display,
-                                                         int             scale);
-gboolean           kaged_code_block_get_warmed_up       (void);
+void             kaged_code_block_warm_up           (GdkDisplay *display,
+                                                     int         scale);
+gboolean         kaged_code_block_get_warmed_up     (void);
+gboolean         kaged_code_block_get_language_kept (const char *id);
 
 G_END_DECLS

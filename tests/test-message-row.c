@@ -412,6 +412,14 @@ test_code_block_language (void)
   kaged_code_block_set_language (block, "no-such-language");
   g_assert_null (gtk_source_buffer_get_language (buffer));
 
+  /* GtkSourceView's hidden languages are parts of others, not for a
+   * fence: some do not even load on their own. */
+  kaged_code_block_set_language (block, "jsdoc");
+  g_assert_null (gtk_source_buffer_get_language (buffer));
+  kaged_code_block_set_language (block, "def");
+  g_assert_null (gtk_source_buffer_get_language (buffer));
+  g_assert_false (kaged_code_block_get_language_kept ("jsdoc"));
+
   /* Without a name, a shebang tells. */
   kaged_code_block_set_language (block, NULL);
   kaged_code_block_set_code (block, "#!/bin/sh\necho hi\n");

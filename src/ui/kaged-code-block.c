@@ -100,14 +100,16 @@ find_language (const char *name,
             }
         }
 
+      /* A hidden language is part of others (JSDoc of JavaScript), not
+       * one to highlight with: some do not even load on their own. */
       language = gtk_source_language_manager_get_language (manager, id);
-      if (language != NULL)
+      if (language != NULL && !gtk_source_language_get_hidden (language))
         return language;
 
       /* A fence often names the file extension. */
       filename = g_strconcat ("code.", lower, NULL);
       language = gtk_source_language_manager_guess_language (manager, filename, NULL);
-      if (language != NULL)
+      if (language != NULL && !gtk_source_language_get_hidden (language))
         return language;
     }
 
@@ -121,7 +123,9 @@ find_language (const char *name,
   if (content_type == NULL || g_content_type_equals (content_type, "text/plain"))
     return NULL;
 
-  return gtk_source_language_manager_guess_language (manager, NULL, content_type);
+  language = gtk_source_language_manager_guess_language (manager, NULL, content_type);
+
+  return language != NULL && !gtk_source_language_get_hidden (language) ? language : NULL;
 }
 
 /*

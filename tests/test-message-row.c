@@ -1747,6 +1747,52 @@ test_markdown_long_reply_wraps_in_groups (void)
   gtk_window_destroy (window);
 }
 
+/* How narrow a block gets does not change with its text: the view
+ * measures each block's width once, not again as the reply grows or the
+ * window is resized, which would lay each paragraph out once more. */
+static void
+test_markdown_widths_measured_once (void)
+{
+  GtkWidget *view = kaged_markdown_view_new ();
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  g_autoptr(GString) text = g_string_new (NULL);
+  GtkWindow *window;
+  guint64 measured;
+
+  for (guint i = 0; i < 10; i++)
+    g_string_append_printf (text, "Paragraph %u says a good deal more than fits on one line of "
+                            "a narrow window, so that its words wrap onto several lines.\n\n", i);
+  g_string_append (text, "- an item\n- another\n\n```c\nint a;\n```\n\nGrowing");
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  window = show_in_window (scroller);
+  run_frames (window, 3);
+  measured = kaged_markdown_view_get_width_measures (KAGED_MARKDOWN_VIEW (view));
+  g_assert_cmpuint (measured, >=, 13);
+
+  for (guint i = 0; i < 20; i++)
+    {
+      g_string_append (text, " and more words");
+      kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+      run_frames (window, 1);
+    }
+  gtk_window_set_default_size (window, 360, 480);
+  run_frames (window, 3);
+  g_assert_cmpint (gtk_widget_get_width (view), <=, 360);
+  g_assert_cmpuint (kaged_markdown_view_get_width_measures (KAGED_MARKDOWN_VIEW (view)), ==, measured);
+
+  /* A new block is measured, once. */
+  g_string_append (text, "\n\nA new paragraph");
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
+  run_frames (window, 3);
+  g_assert_cmpuint (kaged_markdown_view_get_width_measures (KAGED_MARKDOWN_VIEW (view)), ==, measured + 1);
+
+  gtk_window_destroy (window);
+}
+
 static void
 test_markdown_long_reply_grows_at_end (void)
 {
@@ -1999,6 +2045,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/long-reply-grows-at-end", test_markdown_long_reply_grows_at_end);
   g_test_add_func ("/markdown-view/long-reply-wraps-in-groups", test_markdown_long_reply_wraps_in_groups);
   g_test_add_func ("/markdown-view/blocks-stay-put", test_markdown_blocks_stay_put);
+  g_test_add_func ("/markdown-view/widths-measured-once", test_markdown_widths_measured_once);
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/language-kept", test_code_block_language_kept);

@@ -37,6 +37,7 @@ struct _KagedMarkdownView
   /* The first blocks, all final, sit in groups of about GROUP_SIZE */
   guint n_grouped;
   guint64 group_layouts;
+  guint64 width_measures;
 
   /* The blocks after the groups: the last child of the last shelf */
   GtkWidget *tail;
@@ -603,6 +604,36 @@ count_layout (KagedMarkdownGroup *self)
     self->view->group_layouts++;
 }
 
+/*
+ * How narrow a block gets does not depend on its text: a wrapped label's
+ * narrowest is LABEL_MIN_WIDTH_CHARS, a code block scrolls, a list item or a
+ * quote holds such labels. So a block's minimum width, once measured, is
+ * kept. Measuring its width again would also lay all its text out on one
+ * line, for a natural width nothing here uses: milliseconds for a long
+ * paragraph, each time anything before it in the reply changes.
+ */
+static int
+block_minimum_width (KagedMarkdownGroup *group,
+                     GtkWidget          *block)
+{
+  static GQuark quark;
+  gpointer kept;
+  int minimum = 0;
+
+  if (G_UNLIKELY (quark == 0))
+    quark = g_quark_from_static_string ("kaged-markdown-minimum-width");
+
+  if ((kept = g_object_get_qdata (G_OBJECT (block), quark)) != NULL)
+    return GPOINTER_TO_INT (kept) - 1;
+
+  gtk_widget_measure (block, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  g_object_set_qdata (G_OBJECT (block), quark, GINT_TO_POINTER (minimum + 1));
+  if (group->view != NULL)
+    group->view->width_measures++;
+
+  return minimum;
+}
+
 static void
 kaged_markdown_group_measure (GtkWidget      *widget,
                               GtkOrientation  orientation,
@@ -634,9 +665,13 @@ kaged_markdown_group_measure (GtkWidget      *widget,
         }
       else
         {
-          gtk_widget_measure (child, orientation, -1, &child_minimum, &child_natural, NULL, NULL);
-          *minimum = MAX (*minimum, child_minimum);
-          *natural = MAX (*natural, child_natural);
+          /* The width a group needs is its widest block's minimum; it
+           * takes whatever width the reply has. */
+          if (KAGED_IS_MARKDOWN_GROUP (child))
+            gtk_widget_measure (child, orientation, -1, &child_minimum, NULL, NULL, NULL);
+          else
+            child_minimum = block_minimum_width (KAGED_MARKDOWN_GROUP (widget), child);
+          *minimum = *natural = MAX (*minimum, child_minimum);
         }
       first = FALSE;
     }
@@ -1161,6 +1196,20 @@ kaged_markdown_view_get_group_layouts (KagedMarkdownView *self)
   g_return_val_if_fail (KAGED_IS_MARKDOWN_VIEW (self), 0);
 
   return self->group_layouts;
+}
+
+/**
+ * kaged_markdown_view_get_width_measures:
+ *
+ * Returns: how many times the view measured the width of one of its
+ *   blocks: once a block
+ */
+guint64
+kaged_markdown_view_get_width_measures (KagedMarkdownView *self)
+{
+  g_return_val_if_fail (KAGED_IS_MARKDOWN_VIEW (self), 0);
+
+  return self->width_measures;
 }
 
 /**

@@ -22,5 +22,6 @@ void           kaged_markdown_view_set_text          (KagedMarkdownView *self,
 KagedMarkdown *kaged_markdown_view_get_document      (KagedMarkdownView *self);
 guint64        kaged_markdown_view_get_widgets_built (KagedMarkdownView *self);
 guint64        kaged_markdown_view_get_group_layouts (KagedMarkdownView *self);
+guint64        kaged_markdown_view_get_width_measures (KagedMarkdownView *self);
 
 G_END_DECLS

@@ -260,36 +260,37 @@ n_shown (Fixture *fixture)
   return model != NULL ? g_list_model_get_n_items (model) : 0;
 }
 
-/* Whether a label on screen, inside @widget, reads @text. */
+/* Whether a label on screen, inside @widget, reads @text: exactly, or
+ * among other words. */
 static gboolean
-label_shows (GtkWidget  *widget,
-             const char *text)
+find_label (GtkWidget  *widget,
+            const char *text,
+            gboolean    exactly)
 {
   if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
-      strstr (gtk_label_get_text (GTK_LABEL (widget)), text) != NULL)
+      (exactly ? g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0
+               : strstr (gtk_label_get_text (GTK_LABEL (widget)), text) != NULL))
     return TRUE;
 
   for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
-    if (label_shows (c, text))
+    if (find_label (c, text, exactly))
       return TRUE;
 
   return FALSE;
 }
 
-/* Whether a label on screen, inside @widget, reads exactly @text. */
+static gboolean
+label_shows (GtkWidget  *widget,
+             const char *text)
+{
+  return find_label (widget, text, FALSE);
+}
+
 static gboolean
 label_reads (GtkWidget  *widget,
              const char *text)
 {
-  if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
-      g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0)
-    return TRUE;
-
-  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
-    if (label_reads (c, text))
-      return TRUE;
-
-  return FALSE;
+  return find_label (widget, text, TRUE);
 }
 
 /* The row on screen showing the message @message_id. */

@@ -39,6 +39,45 @@ show_in_window (GtkWidget *widget)
   return window;
 }
 
+/* Adds the nodes of @type drawn under @node to @found, in drawing order. */
+static void
+collect_nodes (GskRenderNode     *node,
+               GskRenderNodeType  type,
+               GPtrArray         *found)
+{
+  GskRenderNodeType node_type;
+  GskRenderNode *child = NULL;
+
+  if (node == NULL)
+    return;
+
+  node_type = gsk_render_node_get_node_type (node);
+  if (node_type == type)
+    g_ptr_array_add (found, node);
+
+  if (node_type == GSK_CONTAINER_NODE)
+    {
+      for (guint i = 0; i < gsk_container_node_get_n_children (node); i++)
+        collect_nodes (gsk_container_node_get_child (node, i), type, found);
+      return;
+    }
+
+  if (node_type == GSK_TRANSFORM_NODE)
+    child = gsk_transform_node_get_child (node);
+  else if (node_type == GSK_CLIP_NODE)
+    child = gsk_clip_node_get_child (node);
+  else if (node_type == GSK_ROUNDED_CLIP_NODE)
+    child = gsk_rounded_clip_node_get_child (node);
+  else if (node_type == GSK_OPACITY_NODE)
+    child = gsk_opacity_node_get_child (node);
+  else if (node_type == GSK_COLOR_MATRIX_NODE)
+    child = gsk_color_matrix_node_get_child (node);
+  else if (node_type == GSK_DEBUG_NODE)
+    child = gsk_debug_node_get_child (node);
+
+  collect_nodes (child, type, found);
+}
+
 static guint frames_painted;
 
 static void
@@ -452,48 +491,20 @@ test_code_block_language_kept (void)
 
 /* --- icons loaded ahead ------------------------------------------------------------------ */
 
-/* The first texture drawn under @node, or %NULL. */
-static GdkTexture *
-find_texture (GskRenderNode *node)
-{
-  GdkTexture *texture = NULL;
-  GskRenderNodeType type;
-
-  if (node == NULL)
-    return NULL;
-
-  type = gsk_render_node_get_node_type (node);
-  if (type == GSK_TEXTURE_NODE)
-    return gsk_texture_node_get_texture (node);
-  if (type == GSK_CONTAINER_NODE)
-    {
-      for (guint i = 0; texture == NULL && i < gsk_container_node_get_n_children (node); i++)
-        texture = find_texture (gsk_container_node_get_child (node, i));
-      return texture;
-    }
-  if (type == GSK_COLOR_MATRIX_NODE)
-    return find_texture (gsk_color_matrix_node_get_child (node));
-  if (type == GSK_TRANSFORM_NODE)
-    return find_texture (gsk_transform_node_get_child (node));
-  if (type == GSK_CLIP_NODE)
-    return find_texture (gsk_clip_node_get_child (node));
-  if (type == GSK_OPACITY_NODE)
-    return find_texture (gsk_opacity_node_get_child (node));
-
-  return NULL;
-}
-
 /* The texture @paintable draws at the usual icon size. */
 static GdkTexture *
 drawn_texture (GdkPaintable  *paintable,
                GskRenderNode **node)
 {
   GtkSnapshot *snapshot = gtk_snapshot_new ();
+  g_autoptr(GPtrArray) found = g_ptr_array_new ();
 
   gdk_paintable_snapshot (paintable, GDK_SNAPSHOT (snapshot), KAGED_ICON_SIZE, KAGED_ICON_SIZE);
-  *node = gtk_snapshot_free_to_node (snapshot);
 
-  return find_texture (*node);
+  *node = gtk_snapshot_free_to_node (snapshot);
+  collect_nodes (*node, GSK_TEXTURE_NODE, found);
+
+  return found->len > 0 ? gsk_texture_node_get_texture (g_ptr_array_index (found, 0)) : NULL;
 }
 
 /* An icon loaded ahead is the very one a button, or the style sheet (a
@@ -1479,35 +1490,11 @@ test_row_operator_long_text_layout (void)
 static guint
 count_text_nodes (GskRenderNode *node)
 {
-  GskRenderNodeType type;
-  guint n = 0;
+  g_autoptr(GPtrArray) found = g_ptr_array_new ();
 
-  if (node == NULL)
-    return 0;
+  collect_nodes (node, GSK_TEXT_NODE, found);
 
-  type = gsk_render_node_get_node_type (node);
-  if (type == GSK_TEXT_NODE)
-    return 1;
-  if (type == GSK_CONTAINER_NODE)
-    {
-      for (guint i = 0; i < gsk_container_node_get_n_children (node); i++)
-        n += count_text_nodes (gsk_container_node_get_child (node, i));
-      return n;
-    }
-  if (type == GSK_TRANSFORM_NODE)
-    return count_text_nodes (gsk_transform_node_get_child (node));
-  if (type == GSK_CLIP_NODE)
-    return count_text_nodes (gsk_clip_node_get_child (node));
-  if (type == GSK_ROUNDED_CLIP_NODE)
-    return count_text_nodes (gsk_rounded_clip_node_get_child (node));
-  if (type == GSK_OPACITY_NODE)
-    return count_text_nodes (gsk_opacity_node_get_child (node));
-  if (type == GSK_COLOR_MATRIX_NODE)
-    return count_text_nodes (gsk_color_matrix_node_get_child (node));
-  if (type == GSK_DEBUG_NODE)
-    return count_text_nodes (gsk_debug_node_get_child (node));
-
-  return 0;
+  return found->len;
 }
 
 static guint

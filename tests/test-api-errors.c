@@ -99,6 +99,16 @@ test_bad_requests (Fixture       *fixture,
       { "POST", messages_path, "{\"content\": \"\"}", 400, "empty_content" },
       { "POST", messages_path, "{\"content\": \" \\n\\t \"}", 400, "empty_content" },
       { "POST", messages_path, "{\"content\": \"caf\xe9\"}", 400, "invalid_utf8" },
+      /* json-glib 1.6 reads \6 as an octal byte and \udc00 alone as
+       * half a character: neither is JSON, and both would store text that
+       * is not UTF-8. */
+      { "POST", messages_path, "{\"content\": \"a\\60000b\", \"x\": [[1]]}", 400,
+        "malformed_json" },
+      { "POST", messages_path, "{\"content\": \"a\\udc00b\"}", 400, "malformed_json" },
+      { "POST", messages_path, "{\"content\": \"a\\0b\"}", 400, "malformed_json" },
+      { "POST", "/api/v1/sessions", "{\"title\": \"\\777\"}", 400, "malformed_json" },
+      /* json-glib reads \U as \u; JSON has no \U. */
+      { "POST", messages_path, "{\"content\": \"upper\\U0000case\"}", 400, "malformed_json" },
       { "POST", "/api/v1/sessions", "{\"title\": 3}", 400, "invalid_request" },
       { "POST", "/api/v1/sessions", "{\"title\": ", 400, "malformed_json" },
       { "POST", "/api/v1/sessions/999999/messages", "{\"content\": \"Hi\"}", 404, "not_found" },
@@ -347,8 +357,6 @@ test_escaped_nul (Fixture       *fixture,
     "{\"content\": \"before\\u0000after\"}",
     "{\"content\": \"\\u0000\"}",
     "{\"content\": \"tail\\u0000\"}",
-    /* json-glib reads \U as \u */
-    "{\"content\": \"upper\\U0000case\"}",
     "{\"content\": \"\\\\\\u0000\"}",
   };
 

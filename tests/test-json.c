@@ -88,6 +88,128 @@ test_parse_bounded (void)
   g_assert_true (JSON_NODE_HOLDS_OBJECT (json_parser_get_root (parser)));
 }
 
+/* The first string in the array @json, as kaged_json_parse_bounded() reads it. */
+static char *
+bounded_string (const char  *json,
+                GError     **error)
+{
+  g_autoptr(JsonParser) parser = json_parser_new ();
+
+  if (!kaged_json_parse_bounded (parser, json, -1, error))
+    return NULL;
+
+  return g_strdup (json_array_get_string_element (json_node_get_array (json_parser_get_root (parser)), 0));
+}
+
+static void
+test_strict_escapes (void)
+{
+  /* json-glib 1.6 reads some escapes JSON does not have: \6 and \777 as
+   * octal bytes, \0 as the end of the string, \udc00 alone as half a
+   * character, \q as q. Text from outside must not reach Kaged that way. */
+  const char *invalid[] = {
+    "[\"a\\60000b\"]",
+    "[\"\\777\"]",
+    "[\"a\\0b\"]",
+    "[\"\\q\"]",
+    "[\"\\x41\"]",
+    "[\"\\v\"]",
+    "[\"\\U0041\"]",
+    "[\"\\u12\"]",
+    "[\"\\u12g4\"]",
+    "[\"a\\udc00b\"]",
+    "[\"\\ud800\"]",
+    "[\"\\ud800x\"]",
+    "[\"\\ud800\\u0041\"]",
+    "[\"\\ud800\\ud800\"]",
+    "[\"ok\", \"\\6\"]",
+    "{\"\\6\": 1}",
+  };
+  const struct {
+    const char *json;
+    const char *text;
+  } valid[] = {
+    { "[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"]", "\"\\/\b\f\n\r\t" },
+    { "[\"\\u0041\\u00e9\\u20AC\"]", "A\xc3\xa9\xe2\x82\xac" },
+    { "[\"\\ud83d\\ude00\"]", "\xf0\x9f\x98\x80" },
+    { "[\"\\uD83D\\uDE00\"]", "\xf0\x9f\x98\x80" },
+    /* An escaped backslash ends its escape: what follows is text. */
+    { "[\"\\\\6 \\\\u12\"]", "\\6 \\u12" },
+    /* Backslashes outside strings are json-glib's to refuse. */
+    { "[\"a\"]", "a" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (invalid); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *text = NULL;
+
+      g_test_message ("%s", invalid[i]);
+      text = bounded_string (invalid[i], &error);
+      g_assert_null (text);
+      g_assert_error (error, JSON_PARSER_ERROR, JSON_PARSER_ERROR_INVALID_DATA);
+    }
+
+  for (guint i = 0; i < G_N_ELEMENTS (valid); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *text = NULL;
+
+      g_test_message ("%s", valid[i].json);
+      text = bounded_string (valid[i].json, &error);
+      g_assert_no_error (error);
+      g_assert_cmpstr (text, ==, valid[i].text);
+    }
+}
+
+static void
+test_repaired_escapes (void)
+{
+  /* A provider's event keeps its text, repaired: an escape JSON does not
+   * have is read as the backslash and the character after it, and a
+   * character that cannot be (half a surrogate pair, U+0000) becomes
+   * U+FFFD. */
+  const struct {
+    const char *json;
+    const char *text;
+  } cases[] = {
+    { "{\"t\": \"a\\60000b\"}", "a\\60000b" },
+    { "{\"t\": \"\\777\"}", "\\777" },
+    { "{\"t\": \"a\\0b\"}", "a\\0b" },
+    { "{\"t\": \"C:\\q\\x\"}", "C:\\q\\x" },
+    { "{\"t\": \"a\\udc00b\"}", "a\xef\xbf\xbd" "b" },
+    { "{\"t\": \"a\\ud800b\"}", "a\xef\xbf\xbd" "b" },
+    { "{\"t\": \"a\\ud800\"}", "a\xef\xbf\xbd" },
+    { "{\"t\": \"\\ud800\\ud83d\\ude00\"}", "\xef\xbf\xbd\xf0\x9f\x98\x80" },
+    { "{\"t\": \"a\\u0000b\"}", "a\xef\xbf\xbd" "b" },
+    { "{\"t\": \"\\u12\"}", "\\u12" },
+    { "{\"t\": \"fine \\u00e9 \\n\"}", "fine \xc3\xa9 \n" },
+    /* A backslash as the very last byte. */
+    { "{\"t\": \"a\\", NULL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(JsonParser) parser = json_parser_new ();
+      g_autoptr(GError) error = NULL;
+      JsonObject *object;
+
+      g_test_message ("%s", cases[i].json);
+      object = kaged_json_parse_object (parser, cases[i].json, strlen (cases[i].json), &error);
+      if (cases[i].text == NULL)
+        {
+          g_assert_null (object);
+          g_assert_nonnull (error);
+          continue;
+        }
+
+      g_assert_no_error (error);
+      g_assert_nonnull (object);
+      g_assert_cmpstr (kaged_json_get_string (object, "t"), ==, cases[i].text);
+      g_assert_true (g_utf8_validate (kaged_json_get_string (object, "t"), -1, NULL));
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -96,6 +218,8 @@ main (int   argc,
 
   g_test_add_func ("/json/nested-deeper", test_nested_deeper);
   g_test_add_func ("/json/parse-bounded", test_parse_bounded);
+  g_test_add_func ("/json/strict-escapes", test_strict_escapes);
+  g_test_add_func ("/json/repaired-escapes", test_repaired_escapes);
 
   return g_test_run ();
 }

@@ -265,9 +265,9 @@ has_escaped_nul (const char *data,
       if (data[i] != '\\')
         continue;
 
-      /* Every escape is two characters, the backslash and the next;
-       * json-glib reads \U as \u. */
-      if ((data[i + 1] == 'u' || data[i + 1] == 'U') && i + 5 < length &&
+      /* Every escape is two characters, the backslash and the next
+       * (kaged_json_parse_bounded() has refused any other). */
+      if (data[i + 1] == 'u' && i + 5 < length &&
           g_ascii_strncasecmp (data + i + 2, "0000", 4) == 0)
         return TRUE;
       i++;

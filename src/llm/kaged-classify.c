@@ -119,6 +119,8 @@ parse_body (const char *body,
             BodyInfo   *info)
 {
   g_autoptr(JsonParser) parser = NULL;
+  g_autofree char *repaired = NULL;
+  gsize repaired_length = 0;
   JsonObject *root;
   JsonNode *root_node;
   JsonNode *error_node;
@@ -136,8 +138,12 @@ parse_body (const char *body,
       return;
     }
 
+  /* What the body says is kept even when a byte or an escape is wrong. */
+  repaired = kaged_json_repair (body, len, &repaired_length);
+
   parser = json_parser_new ();
-  if (!json_parser_load_from_data (parser, body, len, NULL))
+  if (!json_parser_load_from_data (parser, repaired != NULL ? repaired : body,
+                                   repaired != NULL ? repaired_length : len, NULL))
     {
       /* A short plain-text body is still what the server said. */
       if (len <= 300 && body[0] != '<' && g_utf8_validate_len (body, len, NULL))

@@ -17,6 +17,12 @@ G_BEGIN_DECLS
 gboolean    kaged_json_nested_deeper    (const char  *data,
                                          gssize       length,
                                          guint        max_depth);
+gboolean    kaged_json_escapes_valid    (const char  *data,
+                                         gssize       length,
+                                         GError     **error);
+char       *kaged_json_repair           (const char  *data,
+                                         gsize        length,
+                                         gsize       *repaired_length);
 gboolean    kaged_json_parse_bounded    (JsonParser  *parser,
                                          const char  *data,
                                          gssize       length,

@@ -15,6 +15,7 @@
 
 #include "kaged-classify.h"
 #include "kaged-http.h"
+#include "kaged-json.h"
 #include "kaged-models.h"
 #include "kaged-retry-class.h"
 
@@ -144,12 +145,25 @@ kaged_models_parse (KagedProviderKind   kind,
 {
   g_autoptr(JsonParser) parser = json_parser_new ();
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *repaired = NULL;
+  gsize repaired_length = 0;
   const char *array_name = kind == KAGED_PROVIDER_KIND_OLLAMA ? "models" : "data";
   JsonNode *root;
   JsonObject *object;
   JsonArray *array;
 
-  if (body == NULL || len == 0 ||
+  /* Names keep their text when a byte or an escape is wrong; a list
+   * nested deeper than any server's is refused unparsed. */
+  if (body != NULL && len > 0 && len <= G_MAXSSIZE)
+    repaired = kaged_json_repair (body, len, &repaired_length);
+  if (repaired != NULL)
+    {
+      body = repaired;
+      len = repaired_length;
+    }
+
+  if (body == NULL || len == 0 || len > G_MAXSSIZE ||
+      kaged_json_nested_deeper (body, len, KAGED_JSON_MAX_DEPTH) ||
       !json_parser_load_from_data (parser, body, len, NULL) ||
       (root = json_parser_get_root (parser)) == NULL ||
       !JSON_NODE_HOLDS_OBJECT (root) ||

@@ -411,6 +411,32 @@ test_parse (void)
   /* An empty answer is no list either. */
   g_assert_null (kaged_models_parse (KAGED_PROVIDER_KIND_OPENAI, NULL, 0, &error));
   g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  g_clear_error (&error);
+
+  /* A name keeps its text when an escape in it is not JSON's (json-glib
+   * 1.6 would read "\777" as a byte that is not UTF-8). */
+  {
+    static const char odd[] = "{\"data\":[{\"id\":\"m\\777\"},{\"id\":\"half\\udc00\"}]}";
+    g_auto(GStrv) names = kaged_models_parse (KAGED_PROVIDER_KIND_OPENAI, odd, strlen (odd), &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpuint (g_strv_length (names), ==, 2);
+    g_assert_cmpstr (names[0], ==, "half\xef\xbf\xbd");
+    g_assert_cmpstr (names[1], ==, "m\\777");
+  }
+
+  /* A list nested deeper than json-glib's recursion can take is refused
+   * unparsed, not a crash. */
+  {
+    g_autoptr(GString) deep = g_string_new ("{\"data\":");
+    g_auto(GStrv) names = NULL;
+
+    for (guint i = 0; i < 300000; i++)
+      g_string_append_c (deep, '[');
+    names = kaged_models_parse (KAGED_PROVIDER_KIND_OPENAI, deep->str, deep->len, &error);
+    g_assert_null (names);
+    g_assert_error (error, KAGED_PROVIDER_ERROR, KAGED_RETRY_CLASS_PROTOCOL_ERROR);
+  }
 }
 
 int

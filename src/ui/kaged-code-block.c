@@ -77,6 +77,14 @@ static const struct {
   { "pl", "perl" }, { "ps1", "powershell" }, { "pwsh", "powershell" },
 };
 
+/* A hidden language is part of others (JSDoc of JavaScript), not one to
+ * highlight with: some do not even load on their own. */
+static GtkSourceLanguage *
+shown_or_null (GtkSourceLanguage *language)
+{
+  return language != NULL && !gtk_source_language_get_hidden (language) ? language : NULL;
+}
+
 static GtkSourceLanguage *
 find_language (const char *name,
                const char *code)
@@ -100,16 +108,14 @@ find_language (const char *name,
             }
         }
 
-      /* A hidden language is part of others (JSDoc of JavaScript), not
-       * one to highlight with: some do not even load on their own. */
-      language = gtk_source_language_manager_get_language (manager, id);
-      if (language != NULL && !gtk_source_language_get_hidden (language))
+      language = shown_or_null (gtk_source_language_manager_get_language (manager, id));
+      if (language != NULL)
         return language;
 
       /* A fence often names the file extension. */
       filename = g_strconcat ("code.", lower, NULL);
-      language = gtk_source_language_manager_guess_language (manager, filename, NULL);
-      if (language != NULL && !gtk_source_language_get_hidden (language))
+      language = shown_or_null (gtk_source_language_manager_guess_language (manager, filename, NULL));
+      if (language != NULL)
         return language;
     }
 
@@ -123,9 +129,7 @@ find_language (const char *name,
   if (content_type == NULL || g_content_type_equals (content_type, "text/plain"))
     return NULL;
 
-  language = gtk_source_language_manager_guess_language (manager, NULL, content_type);
-
-  return language != NULL && !gtk_source_language_get_hidden (language) ? language : NULL;
+  return shown_or_null (gtk_source_language_manager_guess_language (manager, NULL, content_type));
 }
 
 /*

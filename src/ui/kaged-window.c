@@ -10,8 +10,8 @@
 #include <glib/gi18n.h>
 
 #include "kaged-code-block.h"
-#include "kaged-icons.h"
 #include "kaged-composer.h"
+#include "kaged-icons.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-session-row.h"

@@ -21,8 +21,10 @@
  * copied, which a writer that never pauses leaves no room for. From 16
  * times that (64 MiB) on, the thread is asked again once the writing
  * thread's main loop has nothing else to do; from 64 times (256 MiB) on,
- * the thread is no longer asked and every commit tries to copy the rest
- * itself, as SQLite would (giving way while the thread is still at it). */
+ * the thread is no longer asked and every commit copies the rest itself,
+ * as SQLite would, first waiting for a checkpoint the thread has under
+ * way: giving way to it would let the WAL grow for as long as the disk
+ * keeps the thread busy. */
 #define CHECKPOINT_IDLE_FACTOR  16
 #define CHECKPOINT_FORCE_FACTOR 64
 
@@ -37,6 +39,7 @@ struct _KagedStoreCheckpointer
   int      frames;        /* CHECKPOINT_FRAMES, but in tests */
   int      n_copied;      /* frames of the WAL in the file already */
   guint    wanted : 1;
+  guint    running : 1;   /* a checkpoint is under way */
   guint    quit : 1;
 };
 
@@ -52,11 +55,12 @@ checkpoint_thread (gpointer data)
       int n_frames = 0, n_copied = 0;
       int rc;
 
-      while (!checkpointer->wanted && !checkpointer->quit)
+      while ((!checkpointer->wanted || checkpointer->running) && !checkpointer->quit)
         g_cond_wait (&checkpointer->cond, &checkpointer->lock);
       if (checkpointer->quit)
         break;
       checkpointer->wanted = FALSE;
+      checkpointer->running = TRUE;
       g_mutex_unlock (&checkpointer->lock);
 
       rc = sqlite3_wal_checkpoint_v2 (checkpointer->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
@@ -69,9 +73,11 @@ checkpoint_thread (gpointer data)
                  checkpointer->display_name, n_copied, n_frames);
 
       g_mutex_lock (&checkpointer->lock);
+      checkpointer->running = FALSE;
       checkpointer->n_done++;
       if (rc == SQLITE_OK)
         checkpointer->n_copied = MAX (n_copied, 0);
+      g_cond_broadcast (&checkpointer->cond);
     }
 
   g_mutex_unlock (&checkpointer->lock);
@@ -91,10 +97,38 @@ idle_checkpoint_cb (gpointer user_data)
 
   g_mutex_lock (&checkpointer->lock);
   checkpointer->wanted = TRUE;
-  g_cond_signal (&checkpointer->cond);
+  g_cond_broadcast (&checkpointer->cond);
   g_mutex_unlock (&checkpointer->lock);
 
   return G_SOURCE_REMOVE;
+}
+
+/* On the writing thread, once the WAL is far too long: waits for the
+ * thread's checkpoint to end, then copies what is left (SQLite calls the
+ * WAL hook with the write lock released, so the thread is never waiting
+ * for this thread meanwhile). */
+static void
+copy_rest (KagedStoreCheckpointer *checkpointer,
+           sqlite3                *db,
+           const char             *name)
+{
+  int n_copied = 0;
+  int rc;
+
+  g_mutex_lock (&checkpointer->lock);
+  while (checkpointer->running)
+    g_cond_wait (&checkpointer->cond, &checkpointer->lock);
+  checkpointer->running = TRUE;
+  g_mutex_unlock (&checkpointer->lock);
+
+  rc = sqlite3_wal_checkpoint_v2 (db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, &n_copied);
+
+  g_mutex_lock (&checkpointer->lock);
+  checkpointer->running = FALSE;
+  if (rc == SQLITE_OK)
+    checkpointer->n_copied = MAX (n_copied, 0);
+  g_cond_broadcast (&checkpointer->cond);
+  g_mutex_unlock (&checkpointer->lock);
 }
 
 /* After every commit, with the frames in the WAL. */
@@ -112,7 +146,7 @@ wal_hook_cb (gpointer    user_data,
 
   if (n_frames >= CHECKPOINT_FORCE_FACTOR * checkpointer->frames)
     {
-      sqlite3_wal_checkpoint_v2 (db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+      copy_rest (checkpointer, db, name);
       return SQLITE_OK;
     }
 
@@ -132,7 +166,7 @@ wal_hook_cb (gpointer    user_data,
   if (!checkpointer->wanted && n_frames - checkpointer->n_copied >= checkpointer->frames)
     {
       checkpointer->wanted = TRUE;
-      g_cond_signal (&checkpointer->cond);
+      g_cond_broadcast (&checkpointer->cond);
     }
   g_mutex_unlock (&checkpointer->lock);
 
@@ -146,7 +180,7 @@ _kaged_store_checkpointer_free (KagedStoreCheckpointer *checkpointer)
     {
       g_mutex_lock (&checkpointer->lock);
       checkpointer->quit = TRUE;
-      g_cond_signal (&checkpointer->cond);
+      g_cond_broadcast (&checkpointer->cond);
       g_mutex_unlock (&checkpointer->lock);
       g_thread_join (checkpointer->thread);
     }

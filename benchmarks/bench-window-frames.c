@@ -12,6 +12,15 @@
  * before-paint, update, layout or paint) to its after-paint, which covers
  * the tick callbacks, the layout, the snapshot and the rendering.
  *
+ * It also appends a line
+ *
+ *   busy END DURATION
+ *
+ * for each stretch of over BUSY_MS the main loop worked without waiting
+ * for anything: from one return of poll() to its next call. Work moved
+ * out of a frame into an idle shows there, so that a short frame cannot
+ * hide a main loop held up between frames.
+ *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 
@@ -25,8 +34,12 @@
 #define POLL_LATER_MS 500
 #define FLUSH_MS 250
 
+#define BUSY_MS 8
+
 static FILE *out;
 static gint64 last_flush;
+static GPollFunc next_poll;
+static gint64 poll_returned;
 
 /* A frame runs only the phases it needs: it starts at the first one seen. */
 static void
@@ -97,6 +110,23 @@ watch_windows_cb (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
+static int
+poll_cb (GPollFD *fds,
+         guint    n_fds,
+         int      timeout)
+{
+  gint64 now = g_get_monotonic_time ();
+  int result;
+
+  if (poll_returned != 0 && now - poll_returned > BUSY_MS * 1000)
+    fprintf (out, "busy %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now, now - poll_returned);
+
+  result = next_poll (fds, n_fds, timeout);
+  poll_returned = g_get_monotonic_time ();
+
+  return result;
+}
+
 __attribute__((constructor)) static void
 bench_window_frames_init (void)
 {
@@ -106,6 +136,9 @@ bench_window_frames_init (void)
     return;
 
   g_timeout_add (POLL_MS, watch_windows_cb, NULL);
+
+  next_poll = g_main_context_get_poll_func (NULL);
+  g_main_context_set_poll_func (NULL, poll_cb);
 }
 
 __attribute__((destructor)) static void

@@ -76,6 +76,23 @@ def read_frames(path, since=None, until=None):
     return frames
 
 
+def read_busy(path, since, until):
+    """Durations in ms of the stretches the main loop worked without a
+    break (over 8 ms; the frames module writes them) in [since, until]."""
+    busy = []
+    if path is None or not os.path.exists(path):
+        return busy
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) != 3 or parts[0] != "busy":
+                continue
+            end, duration = int(parts[1]) / 1e6, int(parts[2]) / 1000.0
+            if since <= end <= until:
+                busy.append(duration)
+    return busy
+
+
 def first_paint_ms(path, start, timeout=60.0):
     """Milliseconds from start to the end of the first frame, waiting for it."""
     deadline = time.monotonic() + timeout
@@ -321,6 +338,10 @@ def bench_stream():
         time.sleep(FRAMES_FLUSH)
         frames = read_frames(frames_path, since=start, until=start + elapsed)
         print("while streaming: %s (target: none over 16 ms)" % describe_frames(frames))
+        busy = read_busy(frames_path, start, start + elapsed)
+        print("main loop busy without a break, frames and the work between them: "
+              "longest %.1f ms, %d stretches over 16 ms"
+              % (max(busy, default=0.0), sum(1 for d in busy if d > 16.0)))
     finally:
         stop(proc)
         stop(provider)

@@ -433,36 +433,46 @@ test_markdown_streaming (void)
 
 /* --- code blocks ------------------------------------------------------------------------- */
 
+/* The id of the language @block highlights, once the idle that parses a
+ * language no block used yet has run; %NULL for none. */
+static const char *
+language_id (KagedCodeBlock *block)
+{
+  GtkSourceLanguage *language;
+
+  iterate ();
+  language = gtk_source_buffer_get_language (kaged_code_block_get_buffer (block));
+
+  return language != NULL ? gtk_source_language_get_id (language) : NULL;
+}
+
 static void
 test_code_block_language (void)
 {
-  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
-  GtkSourceBuffer *buffer = kaged_code_block_get_buffer (block);
-
-  g_object_ref_sink (block);
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
 
   kaged_code_block_set_language (block, "rs");
   kaged_code_block_set_code (block, "fn main() {}");
-  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "rust");
+  g_assert_cmpstr (language_id (block), ==, "rust");
 
   kaged_code_block_set_language (block, "JSON");
-  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "json");
+  g_assert_cmpstr (language_id (block), ==, "json");
 
   kaged_code_block_set_language (block, "no-such-language");
-  g_assert_null (gtk_source_buffer_get_language (buffer));
+  g_assert_null (language_id (block));
 
   /* GtkSourceView's hidden languages are parts of others, not for a
    * fence: some do not even load on their own. */
   kaged_code_block_set_language (block, "jsdoc");
-  g_assert_null (gtk_source_buffer_get_language (buffer));
+  g_assert_null (language_id (block));
   kaged_code_block_set_language (block, "def");
-  g_assert_null (gtk_source_buffer_get_language (buffer));
+  g_assert_null (language_id (block));
   g_assert_false (kaged_code_block_get_language_kept ("jsdoc"));
 
   /* Without a name, a shebang tells. */
   kaged_code_block_set_language (block, NULL);
   kaged_code_block_set_code (block, "#!/bin/sh\necho hi\n");
-  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (buffer)), ==, "sh");
+  g_assert_cmpstr (language_id (block), ==, "sh");
 
   g_object_unref (block);
 }
@@ -477,8 +487,7 @@ test_code_block_language_kept (void)
   g_assert_false (kaged_code_block_get_language_kept ("yaml"));
   kaged_code_block_set_language (block, "yml");
   kaged_code_block_set_code (block, "key: value\n");
-  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (block))),
-                   ==, "yaml");
+  g_assert_cmpstr (language_id (block), ==, "yaml");
   g_object_unref (block);
   g_assert_true (kaged_code_block_get_language_kept ("yaml"));
 
@@ -487,6 +496,43 @@ test_code_block_language_kept (void)
   kaged_code_block_set_language (block, "no-such-language");
   g_assert_false (kaged_code_block_get_language_kept ("no-such-language"));
   g_object_unref (block);
+}
+
+/* The first block of a language shows its code plain for a frame: the
+ * language is parsed (10 ms and more) from an idle after it, not in it.
+ * A language parsed before is set at once. */
+static void
+test_code_block_language_parsed_later (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkWindow *window = show_in_window (GTK_WIDGET (block));
+  KagedCodeBlock *gone;
+  KagedCodeBlock *next;
+
+  iterate ();
+  g_assert_false (kaged_code_block_get_language_kept ("lua"));
+
+  kaged_code_block_set_language (block, "lua");
+  kaged_code_block_set_code (block, "print(1)\n");
+  g_assert_null (gtk_source_buffer_get_language (kaged_code_block_get_buffer (block)));
+  g_assert_nonnull (shown_label (GTK_WIDGET (block), "Lua"));
+  g_assert_false (kaged_code_block_get_language_kept ("lua"));
+
+  /* A block that goes before the idle runs leaves nothing behind. */
+  gone = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
+  kaged_code_block_set_language (gone, "lua");
+  g_object_unref (gone);
+
+  g_assert_cmpstr (language_id (block), ==, "lua");
+  g_assert_true (kaged_code_block_get_language_kept ("lua"));
+
+  next = KAGED_CODE_BLOCK (g_object_ref_sink (kaged_code_block_new ()));
+  kaged_code_block_set_language (next, "lua");
+  g_assert_cmpstr (gtk_source_language_get_id (gtk_source_buffer_get_language (kaged_code_block_get_buffer (next))),
+                   ==, "lua");
+  g_object_unref (next);
+
+  gtk_window_destroy (window);
 }
 
 /* --- icons loaded ahead ------------------------------------------------------------------ */
@@ -2036,6 +2082,7 @@ main (int   argc,
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
   g_test_add_func ("/code-block/language-kept", test_code_block_language_kept);
+  g_test_add_func ("/code-block/language-parsed-later", test_code_block_language_parsed_later);
   g_test_add_func ("/code-block/warm-up", test_code_block_warm_up);
   g_test_add_func ("/icons/preload", test_icons_preload);
   g_test_add_func ("/code-block/dark", test_code_block_dark);

@@ -39,6 +39,9 @@ struct _KagedCodeBlock
   char *code;
   char *language;
   guint copied_source;
+  /* A language whose definition is not parsed yet, until an idle sets it */
+  GtkSourceLanguage *pending_language;
+  guint pending_source;
 
   GtkLabel *language_label;
   GtkRevealer *copied_revealer; /* made at the first copy */
@@ -160,14 +163,56 @@ keep_language (GtkSourceLanguage *language)
 }
 
 static void
-update_language (KagedCodeBlock *self)
+set_language (KagedCodeBlock    *self,
+              GtkSourceLanguage *language)
 {
-  GtkSourceLanguage *language = find_language (self->language, self->code);
+  g_clear_handle_id (&self->pending_source, g_source_remove);
+  self->pending_language = NULL;
 
   if (gtk_source_buffer_get_language (self->buffer) != language)
     gtk_source_buffer_set_language (self->buffer, language);
   if (language != NULL)
     keep_language (language);
+}
+
+static gboolean
+set_pending_language_cb (gpointer user_data)
+{
+  KagedCodeBlock *self = user_data;
+
+  self->pending_source = 0;
+  set_language (self, self->pending_language);
+
+  return G_SOURCE_REMOVE;
+}
+
+/*
+ * A language no block used yet is parsed from an idle after the frame
+ * that shows the block: the parse takes 10 ms and more, and in the frame
+ * it would make the frame late. Until then the code shows plain.
+ */
+static void
+update_language (KagedCodeBlock *self)
+{
+  GtkSourceLanguage *language = find_language (self->language, self->code);
+
+  if (language == NULL || kaged_code_block_get_language_kept (gtk_source_language_get_id (language)))
+    {
+      set_language (self, language);
+    }
+  else
+    {
+      if (gtk_source_buffer_get_language (self->buffer) != NULL)
+        gtk_source_buffer_set_language (self->buffer, NULL);
+      self->pending_language = language;
+      if (self->pending_source == 0)
+        {
+          self->pending_source = g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, set_pending_language_cb,
+                                                  self, NULL);
+          g_source_set_static_name (g_main_context_find_source_by_id (NULL, self->pending_source),
+                                    "[kaged] parse a language");
+        }
+    }
 
   if (language != NULL)
     gtk_label_set_label (self->language_label, gtk_source_language_get_name (language));
@@ -215,6 +260,8 @@ kaged_code_block_dispose (GObject *object)
   KagedCodeBlock *self = (KagedCodeBlock *)object;
 
   g_clear_handle_id (&self->copied_source, g_source_remove);
+  g_clear_handle_id (&self->pending_source, g_source_remove);
+  self->pending_language = NULL;
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
     gtk_widget_unparent (child);
 
@@ -454,7 +501,8 @@ kaged_code_block_set_code (KagedCodeBlock *self,
 
   /* Without a name, the language is guessed from the code's beginning
    * until one is found. */
-  if (self->language == NULL && gtk_source_buffer_get_language (self->buffer) == NULL)
+  if (self->language == NULL && gtk_source_buffer_get_language (self->buffer) == NULL &&
+      self->pending_language == NULL)
     update_language (self);
 
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_CODE]);

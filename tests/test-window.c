@@ -576,6 +576,8 @@ test_version_details (Fixture       *fixture,
   g_assert_nonnull (kaged_message_row_get_run (row));
   g_assert_cmpint (kaged_run_get_id (kaged_message_row_get_run (row)), ==, kaged_message_get_run_id (first));
 
+  /* The popover is made when first asked for, then kept. */
+  g_assert_false (GTK_IS_POPOVER (gtk_widget_get_last_child (GTK_WIDGET (row))));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.show-details", NULL));
   popover = gtk_widget_get_last_child (GTK_WIDGET (row));
   g_assert_true (GTK_IS_POPOVER (popover));
@@ -583,6 +585,10 @@ test_version_details (Fixture       *fixture,
     g_main_context_iteration (NULL, FALSE);
   g_assert_true (label_reads (popover, first_run));
   g_assert_false (label_reads (popover, latest_run));
+
+  gtk_popover_popdown (GTK_POPOVER (popover));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.show-details", NULL));
+  g_assert_true (gtk_widget_get_last_child (GTK_WIDGET (row)) == popover);
 }
 
 static void

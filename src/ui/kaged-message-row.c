@@ -665,6 +665,14 @@ show_details_action (GtkWidget  *widget,
   KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
   graphene_rect_t bounds;
 
+  /* Made when first asked for: most rows never show it, and a list
+   * builds many rows. */
+  if (self->details_popover == NULL)
+    {
+      self->details_popover = g_object_new (KAGED_TYPE_MESSAGE_DETAILS, NULL);
+      gtk_widget_set_parent (GTK_WIDGET (self->details_popover), widget);
+    }
+
   kaged_message_details_fill (KAGED_MESSAGE_DETAILS (self->details_popover), self->message,
                               self->run, self->provider_name, self->model_name);
 
@@ -796,6 +804,7 @@ kaged_message_row_dispose (GObject *object)
 
   if (self->details_popover != NULL)
     gtk_widget_unparent (GTK_WIDGET (self->details_popover));
+  self->details_popover = NULL;
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_MESSAGE_ROW);
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
     gtk_widget_unparent (child);
@@ -1044,7 +1053,6 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, copy_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, edit_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_button);
-  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, details_popover);
 
   gtk_widget_class_install_action (widget_class, "row.copy", NULL, copy_action);
   gtk_widget_class_install_action (widget_class, "row.previous-version", NULL, previous_version_action);
@@ -1063,8 +1071,6 @@ kaged_message_row_init (KagedMessageRow *self)
   gtk_widget_set_layout_manager (GTK_WIDGET (self->bubble),
                                  gtk_custom_layout_new (bubble_request_mode, bubble_measure,
                                                         bubble_allocate));
-
-  gtk_widget_set_parent (GTK_WIDGET (self->details_popover), GTK_WIDGET (self));
 
   self->message_bindings = g_binding_group_new ();
   g_binding_group_bind (self->message_bindings, "queued", self, "queued",
@@ -1137,7 +1143,8 @@ kaged_message_row_set_message (KagedMessageRow *self,
   self->streaming_interval = STREAMING_INTERVAL_MIN_US;
   show_content (self);
 
-  gtk_popover_popdown (self->details_popover);
+  if (self->details_popover != NULL)
+    gtk_popover_popdown (self->details_popover);
   update_state (self);
   update_description (self);
 

@@ -60,37 +60,32 @@ def with_frames(env, work):
     return env, path
 
 
-def read_frames(path, since=None, until=None):
-    """[(end in seconds, duration in ms)] of the frames ended in [since, until]."""
-    frames = []
+def read_records(path, kind, since=None, until=None):
+    """[(end in seconds, duration in ms)] of the records of @kind that ended
+    in [since, until]: frames (kind None, lines "END DURATION"), or the
+    stretches of over 8 ms the main loop worked without a break (kind
+    "busy", lines "busy END DURATION")."""
+    records = []
     if path is None or not os.path.exists(path):
-        return frames
+        return records
     with open(path) as f:
         for line in f:
             parts = line.split()
-            if len(parts) != 2:
+            if kind is not None:
+                if len(parts) != 3 or parts[0] != kind:
+                    continue
+                parts = parts[1:]
+            elif len(parts) != 2:
                 continue
             end, duration = int(parts[0]) / 1e6, int(parts[1]) / 1000.0
             if (since is None or end >= since) and (until is None or end <= until):
-                frames.append((end, duration))
-    return frames
+                records.append((end, duration))
+    return records
 
 
-def read_busy(path, since, until):
-    """Durations in ms of the stretches the main loop worked without a
-    break (over 8 ms; the frames module writes them) in [since, until]."""
-    busy = []
-    if path is None or not os.path.exists(path):
-        return busy
-    with open(path) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) != 3 or parts[0] != "busy":
-                continue
-            end, duration = int(parts[1]) / 1e6, int(parts[2]) / 1000.0
-            if since <= end <= until:
-                busy.append(duration)
-    return busy
+def read_frames(path, since=None, until=None):
+    """[(end in seconds, duration in ms)] of the frames ended in [since, until]."""
+    return read_records(path, None, since, until)
 
 
 def first_paint_ms(path, start, timeout=60.0):
@@ -338,7 +333,7 @@ def bench_stream():
         time.sleep(FRAMES_FLUSH)
         frames = read_frames(frames_path, since=start, until=start + elapsed)
         print("while streaming: %s (target: none over 16 ms)" % describe_frames(frames))
-        busy = read_busy(frames_path, start, start + elapsed)
+        busy = [d for _, d in read_records(frames_path, "busy", start, start + elapsed)]
         print("main loop busy without a break, frames and the work between them: "
               "longest %.1f ms, %d stretches over 16 ms"
               % (max(busy, default=0.0), sum(1 for d in busy if d > 16.0)))

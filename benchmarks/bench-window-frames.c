@@ -16,10 +16,11 @@
  *
  *   busy END DURATION
  *
- * for each stretch of over BUSY_MS the main loop worked without waiting
- * for anything: from one return of poll() to its next call. Work moved
- * out of a frame into an idle shows there, so that a short frame cannot
- * hide a main loop held up between frames.
+ * for each iteration of the main loop that worked over BUSY_MS: from one
+ * return of poll() to its next call. A frame is one such iteration, and
+ * so is an idle that work moved out of a frame runs in: a short frame
+ * cannot hide a main loop held up between frames. (Iterations that follow
+ * each other without waiting are counted apart.)
  *
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
@@ -119,7 +120,14 @@ poll_cb (GPollFD *fds,
   int result;
 
   if (poll_returned != 0 && now - poll_returned > BUSY_MS * 1000)
-    fprintf (out, "busy %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now, now - poll_returned);
+    {
+      fprintf (out, "busy %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now, now - poll_returned);
+      if (now - last_flush > FLUSH_MS * 1000)
+        {
+          fflush (out);
+          last_flush = now;
+        }
+    }
 
   result = next_poll (fds, n_fds, timeout);
   poll_returned = g_get_monotonic_time ();

@@ -63,8 +63,8 @@ def with_frames(env, work):
 def read_records(path, kind, since=None, until=None):
     """[(end in seconds, duration in ms)] of the records of @kind that ended
     in [since, until]: frames (kind None, lines "END DURATION"), or the
-    stretches of over 8 ms the main loop worked without a break (kind
-    "busy", lines "busy END DURATION")."""
+    iterations of the main loop that worked over 8 ms (kind "busy", lines
+    "busy END DURATION")."""
     records = []
     if path is None or not os.path.exists(path):
         return records
@@ -334,8 +334,8 @@ def bench_stream():
         frames = read_frames(frames_path, since=start, until=start + elapsed)
         print("while streaming: %s (target: none over 16 ms)" % describe_frames(frames))
         busy = [d for _, d in read_records(frames_path, "busy", start, start + elapsed)]
-        print("main loop busy without a break, frames and the work between them: "
-              "longest %.1f ms, %d stretches over 16 ms"
+        print("main loop iterations, frames and the work between them: "
+              "longest %.1f ms, %d over 16 ms"
               % (max(busy, default=0.0), sum(1 for d in busy if d > 16.0)))
     finally:
         stop(proc)

@@ -107,6 +107,10 @@ test_bad_requests (Fixture       *fixture,
       { "POST", messages_path, "{\"content\": \"a\\udc00b\"}", 400, "malformed_json" },
       { "POST", messages_path, "{\"content\": \"a\\0b\"}", 400, "malformed_json" },
       { "POST", "/api/v1/sessions", "{\"title\": \"\\777\"}", 400, "malformed_json" },
+      /* Nor strings in single quotes or comments, which json-glib reads
+       * too: a '"' inside one must not hide an escape. */
+      { "POST", messages_path, "{\"content\": /* \" */ \"\\777\"}", 400, "malformed_json" },
+      { "POST", messages_path, "{'content': \"Hi\"}", 400, "malformed_json" },
       /* json-glib reads \U as \u; JSON has no \U. */
       { "POST", messages_path, "{\"content\": \"upper\\U0000case\"}", 400, "malformed_json" },
       { "POST", "/api/v1/sessions", "{\"title\": 3}", 400, "invalid_request" },

@@ -50,6 +50,14 @@ test_nested_deeper (void)
   g_assert_false (kaged_json_nested_deeper ("[[[[", 2, 2));
   g_assert_true (kaged_json_nested_deeper ("[[[[", 3, 2));
 
+  /* json-glib also reads strings in single quotes and comments from one
+   * '/' to the next: brackets and '"' inside them count for nothing. */
+  g_assert_false (kaged_json_nested_deeper ("[ / [[[ / 1]", -1, 1));
+  g_assert_false (kaged_json_nested_deeper ("['[[[\\', 1]", -1, 1));
+  g_assert_true (kaged_json_nested_deeper ("[/ \" /, [[]]]", -1, 2));
+  g_assert_true (kaged_json_nested_deeper ("['\"', [[]]]", -1, 2));
+  g_assert_false (kaged_json_nested_deeper ("[/ [[[", -1, 1));
+
   /* An escape as the last byte is not read past. */
   g_assert_false (kaged_json_nested_deeper ("[\"\\", 3, 1));
 
@@ -124,6 +132,13 @@ test_strict_escapes (void)
     "[\"\\ud800\\ud800\"]",
     "[\"ok\", \"\\6\"]",
     "{\"\\6\": 1}",
+    /* Strings in single quotes and comments are not JSON either; a '"'
+     * inside one must not hide the escape after it. */
+    "{\"a\": /* \" */ \"\\777\"}",
+    "{'\"': \"\\777\"}",
+    "[' \" ', \"\\0z\"]",
+    "[1 /x/]",
+    "['a']",
   };
   const struct {
     const char *json;
@@ -135,8 +150,6 @@ test_strict_escapes (void)
     { "[\"\\uD83D\\uDE00\"]", "\xf0\x9f\x98\x80" },
     /* An escaped backslash ends its escape: what follows is text. */
     { "[\"\\\\6 \\\\u12\"]", "\\6 \\u12" },
-    /* Backslashes outside strings are json-glib's to refuse. */
-    { "[\"a\"]", "a" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (invalid); i++)
@@ -160,6 +173,15 @@ test_strict_escapes (void)
       g_assert_no_error (error);
       g_assert_cmpstr (text, ==, valid[i].text);
     }
+
+  /* A backslash outside a string is json-glib's to refuse. */
+  {
+    g_autoptr(GError) error = NULL;
+    g_autofree char *text = bounded_string ("[\\\"a\\\"]", &error);
+
+    g_assert_null (text);
+    g_assert_nonnull (error);
+  }
 }
 
 static void
@@ -184,6 +206,12 @@ test_repaired_escapes (void)
     { "{\"t\": \"a\\u0000b\"}", "a\xef\xbf\xbd" "b" },
     { "{\"t\": \"\\u12\"}", "\\u12" },
     { "{\"t\": \"fine \\u00e9 \\n\"}", "fine \xc3\xa9 \n" },
+    /* Single-quoted strings and comments are skipped as json-glib reads
+     * them: a '"' inside one hides nothing, and a single-quoted string
+     * has no escapes. */
+    { "{\"t\": /* \" */ \"a\\777\"}", "a\\777" },
+    { "{'\"': 1, \"t\": \"\\udc00\"}", "\xef\xbf\xbd" },
+    { "{\"t\": 'a\\qb'}", "a\\qb" },
     /* A backslash as the very last byte. */
     { "{\"t\": \"a\\", NULL },
   };

@@ -23,6 +23,26 @@
  * validate anything else, json-glib does that afterwards.
  */
 
+/*
+ * json-glib 1.6 reads JSON with GScanner, which also takes two things
+ * JSON does not have: a string in single quotes (no escapes inside it)
+ * and a comment from one '/' to the next (which covers a C comment). A
+ * check that walks the bytes must skip them as json-glib does, or a '"'
+ * inside one would turn what follows inside out.
+ */
+
+/* @p is at a '\'' or a '/' outside a string: where the quoted string or
+ * comment it starts ends (after its closing character), or @end when it
+ * does not (json-glib then refuses the text). */
+static const char *
+skip_quoted_or_comment (const char *p,
+                        const char *end)
+{
+  const char *close = memchr (p + 1, *p, end - p - 1);
+
+  return close != NULL ? close + 1 : end;
+}
+
 /**
  * kaged_json_nested_deeper:
  * @data: a JSON text, valid or not
@@ -64,6 +84,11 @@ kaged_json_nested_deeper (const char *data,
           in_string = TRUE;
           break;
 
+        case '\'':
+        case '/':
+          p = skip_quoted_or_comment (p, end) - 1;
+          break;
+
         case '[':
         case '{':
           if (++depth > max_depth)
@@ -98,6 +123,7 @@ typedef enum {
   ESCAPE_UNKNOWN,     /* not a JSON escape */
   ESCAPE_UNPAIRED,    /* half of a UTF-16 surrogate pair */
   ESCAPE_NUL,         /* \u0000, which json-glib reads as the end of the string */
+  ESCAPE_NOT_JSON,    /* not an escape: a string in single quotes or a comment */
 } EscapeKind;
 
 static gboolean
@@ -166,10 +192,12 @@ read_escape (const char *p,
 }
 
 /* Walks the escapes in the strings of @data. Without @repaired, stops at
- * the first that is unknown or unpaired and returns %FALSE with its
- * offset and kind. With @repaired, writes @data to it with such an escape
- * made text ("\q" becomes "\\q") or U+FFFD (an unpaired half, \u0000),
- * and returns %FALSE when anything was repaired. */
+ * the first that is unknown or unpaired, or at a string in single quotes
+ * or a comment, and returns %FALSE with its offset and kind. With
+ * @repaired, skips single-quoted strings and comments as json-glib does,
+ * writes @data to it with an escape made text ("\q" becomes "\\q") or
+ * U+FFFD (an unpaired half, \u0000), and returns %FALSE when anything was
+ * repaired. */
 static gboolean
 walk_escapes (const char *data,
               gsize       length,
@@ -192,6 +220,18 @@ walk_escapes (const char *data,
         {
           in_string = !in_string;
           p++;
+          continue;
+        }
+
+      if (!in_string && (*p == '\'' || *p == '/'))
+        {
+          if (repaired == NULL)
+            {
+              *bad_offset = (gsize)(p - data);
+              *bad_kind = ESCAPE_NOT_JSON;
+              return FALSE;
+            }
+          p = skip_quoted_or_comment (p, end);
           continue;
         }
 
@@ -236,7 +276,8 @@ walk_escapes (const char *data,
  *
  * Checks that every escape in the strings of @data is one JSON has, and
  * that every \u escape of half a UTF-16 surrogate pair has its other
- * half. \u0000 is valid JSON and passes.
+ * half; and that there is no string in single quotes or comment, which
+ * json-glib takes too. \u0000 is valid JSON and passes.
  *
  * Returns: %TRUE when they are
  */
@@ -256,7 +297,15 @@ kaged_json_escapes_valid (const char  *data,
   if (walk_escapes (data, len, NULL, &bad_offset, &bad_kind))
     return TRUE;
 
-  if (bad_kind == ESCAPE_UNPAIRED)
+  if (bad_kind == ESCAPE_NOT_JSON)
+    {
+      g_set_error (error, JSON_PARSER_ERROR, JSON_PARSER_ERROR_INVALID_DATA,
+                   data[bad_offset] == '/'
+                   ? _("The “/” at byte %" G_GSIZE_FORMAT " starts a comment, which JSON does not have")
+                   : _("The “'” at byte %" G_GSIZE_FORMAT " starts a string in single quotes, which JSON does not have"),
+                   bad_offset + 1);
+    }
+  else if (bad_kind == ESCAPE_UNPAIRED)
     {
       g_set_error (error, JSON_PARSER_ERROR, JSON_PARSER_ERROR_INVALID_DATA,
                    _("“%.6s” at byte %" G_GSIZE_FORMAT " is half of a character without its other half"),

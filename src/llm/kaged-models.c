@@ -152,18 +152,20 @@ kaged_models_parse (KagedProviderKind   kind,
   JsonObject *object;
   JsonArray *array;
 
-  /* Names keep their text when a byte or an escape is wrong; a list
-   * nested deeper than any server's is refused unparsed. */
-  if (body != NULL && len > 0 && len <= G_MAXSSIZE)
+  /* A list nested deeper than any server's is refused unparsed; names
+   * keep their text when a byte or an escape is wrong. */
+  if (body != NULL && len > 0 && len <= G_MAXSSIZE &&
+      !kaged_json_nested_deeper (body, len, KAGED_JSON_MAX_DEPTH))
     repaired = kaged_json_repair (body, len, &repaired_length);
+  else
+    len = 0;
   if (repaired != NULL)
     {
       body = repaired;
       len = repaired_length;
     }
 
-  if (body == NULL || len == 0 || len > G_MAXSSIZE ||
-      kaged_json_nested_deeper (body, len, KAGED_JSON_MAX_DEPTH) ||
+  if (body == NULL || len == 0 ||
       !json_parser_load_from_data (parser, body, len, NULL) ||
       (root = json_parser_get_root (parser)) == NULL ||
       !JSON_NODE_HOLDS_OBJECT (root) ||

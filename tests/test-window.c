@@ -1230,6 +1230,31 @@ test_rename (Fixture       *fixture,
     g_assert_no_error (error);
     g_assert_cmpstr (kaged_session_get_title (stored), ==, "Rayleigh scattering");
   }
+
+  /* The row's menu is made when it first opens, with Rename and Delete. */
+  {
+    GtkMenuButton *menu_button = (GtkMenuButton *)gtk_widget_get_template_child (GTK_WIDGET (row),
+                                                                                  KAGED_TYPE_SESSION_ROW,
+                                                                                  "menu_button");
+    GMenuModel *menu;
+    g_autofree char *first = NULL;
+    g_autofree char *second = NULL;
+
+    g_assert_null (gtk_menu_button_get_menu_model (menu_button));
+    gtk_menu_button_popup (menu_button);
+    menu = gtk_menu_button_get_menu_model (menu_button);
+    g_assert_nonnull (menu);
+    g_assert_cmpint (g_menu_model_get_n_items (menu), ==, 2);
+    g_assert_true (g_menu_model_get_item_attribute (menu, 0, G_MENU_ATTRIBUTE_ACTION, "s", &first));
+    g_assert_true (g_menu_model_get_item_attribute (menu, 1, G_MENU_ATTRIBUTE_ACTION, "s", &second));
+    g_assert_cmpstr (first, ==, "row.rename");
+    g_assert_cmpstr (second, ==, "row.delete");
+    gtk_menu_button_popdown (menu_button);
+
+    gtk_menu_button_popup (menu_button);
+    g_assert_true (gtk_menu_button_get_menu_model (menu_button) == menu);
+    gtk_menu_button_popdown (menu_button);
+  }
 }
 
 static gboolean

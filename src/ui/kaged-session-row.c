@@ -233,17 +233,31 @@ kaged_session_row_class_init (KagedSessionRowClass *klass)
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
 }
 
+/* The menu is made when first opened: a sidebar builds a row for every
+ * conversation it shows, and few menus are ever opened. */
+static void
+create_menu_cb (GtkMenuButton *menu_button,
+                gpointer       user_data)
+{
+  g_autoptr(GMenu) menu = NULL;
+
+  if (gtk_menu_button_get_menu_model (menu_button) != NULL)
+    return;
+
+  menu = g_menu_new ();
+  g_menu_append (menu, _("_Rename…"), "row.rename");
+  g_menu_append (menu, _("_Delete"), "row.delete");
+  gtk_menu_button_set_menu_model (menu_button, G_MENU_MODEL (menu));
+}
+
 static void
 kaged_session_row_init (KagedSessionRow *self)
 {
-  g_autoptr(GMenu) menu = g_menu_new ();
   GtkEventController *keys;
 
   gtk_widget_init_template (GTK_WIDGET (self));
 
-  g_menu_append (menu, _("_Rename…"), "row.rename");
-  g_menu_append (menu, _("_Delete"), "row.delete");
-  gtk_menu_button_set_menu_model (self->menu_button, G_MENU_MODEL (menu));
+  gtk_menu_button_set_create_popup_func (self->menu_button, create_menu_cb, NULL, NULL);
 
   self->session_bindings = g_binding_group_new ();
   g_binding_group_bind_full (self->session_bindings, "title", self->title_label, "label",

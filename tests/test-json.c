@@ -236,6 +236,18 @@ test_repaired_escapes (void)
       g_assert_cmpstr (kaged_json_get_string (object, "t"), ==, cases[i].text);
       g_assert_true (g_utf8_validate (kaged_json_get_string (object, "t"), -1, NULL));
     }
+
+  /* A '"' in a comment hides no nesting: refused unparsed, not a crash. */
+  {
+    g_autoptr(GString) deep = g_string_new ("{\"t\": / \" / ");
+    g_autoptr(JsonParser) parser = json_parser_new ();
+    g_autoptr(GError) error = NULL;
+
+    for (guint i = 0; i < 300000; i++)
+      g_string_append_c (deep, '[');
+    g_assert_null (kaged_json_parse_object (parser, deep->str, deep->len, &error));
+    g_assert_nonnull (error);
+  }
 }
 
 int

@@ -1733,29 +1733,49 @@ test_markdown_blocks_stay_put (void)
   gtk_window_destroy (window);
 }
 
+/* @n paragraphs too long for one line of a narrow window, then @tail. */
+static GString *
+wrapping_paragraphs (guint       n,
+                     const char *tail)
+{
+  GString *text = g_string_new (NULL);
+
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf (text, "Paragraph %u says a good deal more than fits on one line of "
+                            "a narrow window, so that its words wrap onto several lines.\n\n", i);
+  g_string_append (text, tail);
+
+  return text;
+}
+
+/* A reply of @text, in a window that scrolls it up and down only. */
+static GtkWindow *
+show_scrolled_reply (const char  *text,
+                     GtkWidget  **view)
+{
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+
+  *view = kaged_markdown_view_new ();
+  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (*view), text);
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), *view);
+
+  return show_in_window (scroller);
+}
+
 /* The finished blocks of a long reply, gathered into groups, take the
  * height their wrapped text needs at the view's width: no paragraph is
  * drawn over the next, however narrow the window. */
 static void
 test_markdown_long_reply_wraps_in_groups (void)
 {
-  GtkWidget *view = kaged_markdown_view_new ();
-  GtkWidget *scroller = gtk_scrolled_window_new ();
-  g_autoptr(GString) text = g_string_new (NULL);
+  g_autoptr(GString) text = wrapping_paragraphs (60, "Growing");
   g_autoptr(GPtrArray) labels = g_ptr_array_new ();
-  GtkWindow *window;
+  GtkWidget *view;
+  GtkWindow *window = show_scrolled_reply (text->str, &view);
   int wrapped = 0;
 
-  for (guint i = 0; i < 60; i++)
-    g_string_append_printf (text, "Paragraph %u says a good deal more than fits on one line of "
-                            "a narrow window, so that its words wrap onto several lines.\n\n", i);
-  g_string_append (text, "Growing");
-  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
-
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
-                                  GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
-  window = show_in_window (scroller);
   gtk_window_set_default_size (window, 300, 480);
   gtk_window_set_focus (window, NULL);
   run_frames (window, 3);
@@ -1786,22 +1806,11 @@ test_markdown_long_reply_wraps_in_groups (void)
 static void
 test_markdown_widths_measured_once (void)
 {
-  GtkWidget *view = kaged_markdown_view_new ();
-  GtkWidget *scroller = gtk_scrolled_window_new ();
-  g_autoptr(GString) text = g_string_new (NULL);
-  GtkWindow *window;
+  g_autoptr(GString) text = wrapping_paragraphs (10, "- an item\n- another\n\n```c\nint a;\n```\n\nGrowing");
+  GtkWidget *view;
+  GtkWindow *window = show_scrolled_reply (text->str, &view);
   guint64 measured;
 
-  for (guint i = 0; i < 10; i++)
-    g_string_append_printf (text, "Paragraph %u says a good deal more than fits on one line of "
-                            "a narrow window, so that its words wrap onto several lines.\n\n", i);
-  g_string_append (text, "- an item\n- another\n\n```c\nint a;\n```\n\nGrowing");
-  kaged_markdown_view_set_text (KAGED_MARKDOWN_VIEW (view), text->str);
-
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
-                                  GTK_POLICY_AUTOMATIC);
-  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
-  window = show_in_window (scroller);
   run_frames (window, 3);
   measured = kaged_markdown_view_get_width_measures (KAGED_MARKDOWN_VIEW (view));
   g_assert_cmpuint (measured, >=, 13);

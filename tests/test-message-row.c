@@ -765,6 +765,7 @@ test_code_block_copy (void)
   kaged_code_block_set_code (block, "ls -l | grep '<x>'");
   iterate ();
   assert_icon_button (GTK_WIDGET (block), "Copy");
+  g_assert_true (shown (copy));
 
   g_assert_true (shown_label (GTK_WIDGET (block), "Copied") == NULL ||
                  !gtk_revealer_get_reveal_child (GTK_REVEALER (gtk_widget_get_parent (shown_label (GTK_WIDGET (block), "Copied")))));

@@ -395,8 +395,15 @@ kaged_code_block_init (KagedCodeBlock *self)
   gtk_widget_add_css_class (GTK_WIDGET (self->language_label), "dim-label");
   gtk_box_append (GTK_BOX (header), GTK_WIDGET (self->language_label));
 
-  self->copy_button = GTK_BUTTON (gtk_button_new_from_icon_name (COPY_ICON));
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->copy_button), _("Copy"));
+  /* Made hidden, given its tooltip, then shown: GTK 4.8 asks the display
+   * server where the pointer is when a visible widget gets a tooltip, a
+   * round trip for each block a streaming reply adds. */
+  self->copy_button = g_object_new (GTK_TYPE_BUTTON,
+                                    "visible", FALSE,
+                                    "icon-name", COPY_ICON,
+                                    "tooltip-text", _("Copy"),
+                                    NULL);
+  gtk_widget_set_visible (GTK_WIDGET (self->copy_button), TRUE);
   gtk_actionable_set_action_name (GTK_ACTIONABLE (self->copy_button), "code.copy");
   gtk_widget_set_valign (GTK_WIDGET (self->copy_button), GTK_ALIGN_CENTER);
   gtk_widget_add_css_class (GTK_WIDGET (self->copy_button), "flat");

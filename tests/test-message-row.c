@@ -1081,6 +1081,140 @@ test_row_streaming_interval (RowFixture    *f,
   iterate ();
 }
 
+/* Where a streaming reply's changes were shown: inside a frame of the
+ * window, or between two. */
+typedef struct
+{
+  gboolean in_frame;
+  gboolean shown_since_frame;
+  guint shown_in_frame;
+  guint shown_between;
+  guint painted;
+} FrameWatch;
+
+static void
+watch_frame_started_cb (GdkFrameClock *clock,
+                        FrameWatch    *watch)
+{
+  watch->in_frame = TRUE;
+}
+
+static void
+watch_frame_ended_cb (GdkFrameClock *clock,
+                      FrameWatch    *watch)
+{
+  watch->in_frame = FALSE;
+  if (watch->shown_since_frame)
+    watch->painted++;
+  watch->shown_since_frame = FALSE;
+}
+
+static void
+watch_text_shown_cb (GObject    *view,
+                     GParamSpec *pspec,
+                     FrameWatch *watch)
+{
+  if (watch->in_frame)
+    watch->shown_in_frame++;
+  else
+    watch->shown_between++;
+  watch->shown_since_frame = TRUE;
+}
+
+/* Each change of a streaming reply is parsed and its blocks built between
+ * two frames, and the next frame lays it out and paints it: that work is
+ * not added to a frame's. */
+static void
+test_row_streaming_between_frames (RowFixture    *f,
+                                   gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (14, KAGED_MESSAGE_ROLE_AGENT, "Start",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(GString) text = g_string_new ("Start");
+  GdkFrameClock *clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (f->window)));
+  KagedMarkdownView *view = markdown_view_of (GTK_WIDGET (f->row));
+  FrameWatch watch = { FALSE, FALSE, 0, 0, 0 };
+  gulong started, ended, shown;
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (20 * G_USEC_PER_SEC);
+
+  kaged_message_row_set_message (f->row, message);
+  run_frames (f->window, 2);
+
+  started = g_signal_connect (clock, "before-paint", G_CALLBACK (watch_frame_started_cb), &watch);
+  ended = g_signal_connect (clock, "after-paint", G_CALLBACK (watch_frame_ended_cb), &watch);
+  shown = g_signal_connect (view, "notify::text", G_CALLBACK (watch_text_shown_cb), &watch);
+
+  for (guint i = 0; i < 4; i++)
+    {
+      g_string_append_printf (text, "\n\n## Part %u\n\nWords with **bold** text.\n\n"
+                              "```c\nint part_%u;\n```\n", i, i);
+      kaged_message_set_content (message, text->str);
+
+      while ((g_strcmp0 (kaged_markdown_view_get_text (view), text->str) != 0 ||
+              watch.shown_since_frame) &&
+             g_get_monotonic_time () < deadline)
+        g_main_context_iteration (NULL, TRUE);
+      g_assert_cmpstr (kaged_markdown_view_get_text (view), ==, text->str);
+      g_assert_false (watch.shown_since_frame);
+    }
+
+  g_assert_cmpuint (watch.shown_in_frame, ==, 0);
+  g_assert_cmpuint (watch.shown_between, ==, 4);
+  g_assert_cmpuint (watch.painted, ==, 4);
+
+  g_signal_handler_disconnect (clock, started);
+  g_signal_handler_disconnect (clock, ended);
+  g_signal_handler_disconnect (view, shown);
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+}
+
+static gboolean
+destroy_window_cb (gpointer user_data)
+{
+  gtk_window_destroy (user_data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+destroy_window_when_shown_cb (GObject    *view,
+                              GParamSpec *pspec,
+                              GtkWindow  *window)
+{
+  /* Right after the change is shown, before the frame that paints it */
+  g_signal_handlers_disconnect_by_func (view, destroy_window_when_shown_cb, window);
+  g_idle_add_full (G_PRIORITY_HIGH, destroy_window_cb, window, NULL);
+}
+
+/* A window closed between a change of a streaming reply and the frame that
+ * would have painted it takes its frame clock with it: the row lets go of
+ * it without a warning. */
+static void
+test_row_streaming_window_closed (void)
+{
+  g_autoptr(KagedMessage) message = new_message (15, KAGED_MESSAGE_ROLE_AGENT, "Start",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = g_object_ref_sink (kaged_message_row_new ());
+  GtkWindow *window = show_in_window (row);
+  g_autoptr(GtkWidget) kept = row;
+  KagedMarkdownView *view = markdown_view_of (row);
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (20 * G_USEC_PER_SEC);
+
+  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *)&window);
+  kaged_message_row_set_message (KAGED_MESSAGE_ROW (row), message);
+  run_frames (window, 2);
+
+  g_signal_connect (view, "notify::text", G_CALLBACK (destroy_window_when_shown_cb), window);
+  kaged_message_set_content (message, "Start\n\nMore words");
+  while (window != NULL && g_get_monotonic_time () < deadline)
+    g_main_context_iteration (NULL, TRUE);
+  g_assert_null (window);
+  g_assert_cmpstr (kaged_markdown_view_get_text (view), ==, "Start\n\nMore words");
+
+  kaged_message_row_set_message (KAGED_MESSAGE_ROW (row), NULL);
+  iterate ();
+}
+
 static void
 test_row_statuses (RowFixture    *f,
                    gconstpointer  data)
@@ -2110,6 +2244,8 @@ main (int   argc,
   ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/spinner", test_row_spinner);
   ROW_TEST ("/message-row/streaming-interval", test_row_streaming_interval);
+  ROW_TEST ("/message-row/streaming-between-frames", test_row_streaming_between_frames);
+  g_test_add_func ("/message-row/streaming-window-closed", test_row_streaming_window_closed);
   g_test_add_func ("/message-row/streaming-interval-rule", test_row_streaming_interval_rule);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);

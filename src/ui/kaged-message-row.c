@@ -62,12 +62,20 @@ struct _KagedMessageRow
   GSignalGroup *versions_signals;
   guint copied_source;
   guint description_source;
-  guint content_tick;
+  /* A change of a streaming reply waits for its interval (content_source,
+   * a timeout), then for a frame to end (content_clock), then is shown
+   * from an idle (content_source again) */
   guint content_source;
+  GdkFrameClock *content_clock;
+  gulong content_frame_id;
   gint64 content_shown_at;
   gint64 streaming_interval;
-  gint64 update_started_at;
+  /* What showing the last change cost: its Markdown, then the frame that
+   * laid it out and painted it */
+  gint64 update_cost;
+  gint64 update_frame_started_at;
   GdkFrameClock *update_clock;
+  gulong update_frame_id;
   gulong update_painted_id;
   guint spinner_source;
 
@@ -342,6 +350,32 @@ update_description_later_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* A frame clock drops its handlers when its window is destroyed. */
+static void
+disconnect_clock_handler (GdkFrameClock *clock,
+                          gulong        *handler_id)
+{
+  if (*handler_id != 0 && g_signal_handler_is_connected (clock, *handler_id))
+    g_signal_handler_disconnect (clock, *handler_id);
+  *handler_id = 0;
+}
+
+/* Whether a change of a streaming reply waits to be shown. */
+static gboolean
+content_pending (KagedMessageRow *self)
+{
+  return self->content_source != 0 || self->content_clock != NULL;
+}
+
+static void
+forget_pending_content (KagedMessageRow *self)
+{
+  g_clear_handle_id (&self->content_source, g_source_remove);
+  if (self->content_clock != NULL)
+    disconnect_clock_handler (self->content_clock, &self->content_frame_id);
+  g_clear_object (&self->content_clock);
+}
+
 /* The text on screen: the operator's as written, a reply as Markdown. Only
  * the one shown is set, so a row does not parse Markdown it hides. */
 static void
@@ -349,12 +383,7 @@ show_content (KagedMessageRow *self)
 {
   const char *content = self->message != NULL ? kaged_message_get_content (self->message) : NULL;
 
-  if (self->content_tick != 0)
-    {
-      gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->content_tick);
-      self->content_tick = 0;
-    }
-  g_clear_handle_id (&self->content_source, g_source_remove);
+  forget_pending_content (self);
   self->content_shown_at = g_get_monotonic_time ();
 
   if (is_agent (self))
@@ -371,9 +400,9 @@ show_content (KagedMessageRow *self)
 
 /**
  * kaged_message_row_streaming_interval:
- * @update_cost: how long showing the last change of a streaming reply took,
- *   from parsing its Markdown to the end of the frame that painted it, in
- *   microseconds
+ * @update_cost: how long showing the last change of a streaming reply took:
+ *   parsing its Markdown and building its widgets, then the frame that laid
+ *   it out and painted it, in microseconds
  *
  * How long a streaming reply waits before it shows its next change: 50 ms
  * (20 changes a second) while changes are cheap, ten times the cost of the
@@ -414,39 +443,96 @@ static void
 forget_update_clock (KagedMessageRow *self)
 {
   if (self->update_clock != NULL)
-    g_clear_signal_handler (&self->update_painted_id, self->update_clock);
+    {
+      disconnect_clock_handler (self->update_clock, &self->update_frame_id);
+      disconnect_clock_handler (self->update_clock, &self->update_painted_id);
+    }
   g_clear_object (&self->update_clock);
+}
+
+static void
+on_update_frame_started (KagedMessageRow *self,
+                         GdkFrameClock   *frame_clock)
+{
+  if (self->update_frame_started_at == 0)
+    self->update_frame_started_at = g_get_monotonic_time ();
 }
 
 static void
 on_update_painted (KagedMessageRow *self,
                    GdkFrameClock   *frame_clock)
 {
-  gint64 cost = g_get_monotonic_time () - self->update_started_at;
+  /* A frame that ended before the one that shows the change */
+  if (self->update_frame_started_at == 0)
+    return;
 
+  self->update_cost += g_get_monotonic_time () - self->update_frame_started_at;
   forget_update_clock (self);
-  self->streaming_interval = kaged_message_row_streaming_interval (cost);
+  self->streaming_interval = kaged_message_row_streaming_interval (self->update_cost);
 }
 
+/* Shows the change, between two frames: the next frame lays it out and
+ * paints it, and its work is not added to that frame's. */
 static gboolean
-content_tick_cb (GtkWidget     *widget,
-                 GdkFrameClock *frame_clock,
-                 gpointer       user_data)
+show_between_frames_cb (gpointer user_data)
 {
-  KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
+  KagedMessageRow *self = user_data;
+  GdkFrameClock *frame_clock;
+  gint64 started_at;
 
-  self->content_tick = 0;
-  forget_update_clock (self);
-  self->update_started_at = g_get_monotonic_time ();
+  self->content_source = 0;
+
+  started_at = g_get_monotonic_time ();
   show_content (self);
 
-  /* The change is laid out and painted in this frame: its whole cost is
-   * known once the frame is painted. */
+  frame_clock = gtk_widget_get_frame_clock (GTK_WIDGET (self));
+  forget_update_clock (self);
+  if (frame_clock == NULL)
+    return G_SOURCE_REMOVE;
+
+  /* Its whole cost is known once the next frame is painted. */
+  self->update_cost = g_get_monotonic_time () - started_at;
+  self->update_frame_started_at = 0;
   self->update_clock = g_object_ref (frame_clock);
+  self->update_frame_id = g_signal_connect_swapped (frame_clock, "before-paint",
+                                                    G_CALLBACK (on_update_frame_started), self);
   self->update_painted_id = g_signal_connect_swapped (frame_clock, "after-paint",
                                                       G_CALLBACK (on_update_painted), self);
+  gdk_frame_clock_request_phase (frame_clock, GDK_FRAME_CLOCK_PHASE_BEFORE_PAINT);
 
   return G_SOURCE_REMOVE;
+}
+
+static void
+on_frame_ended (KagedMessageRow *self,
+                GdkFrameClock   *frame_clock)
+{
+  disconnect_clock_handler (self->content_clock, &self->content_frame_id);
+  g_clear_object (&self->content_clock);
+
+  /* Before anything else that waits: the next frame is due in a few
+   * milliseconds. */
+  self->content_source = g_idle_add_full (G_PRIORITY_HIGH_IDLE, show_between_frames_cb, self, NULL);
+}
+
+/* Shows the change once the frame being drawn, or one asked for, ends:
+ * parsing the Markdown and building widgets then fills the time between
+ * two frames, not the next frame. */
+static void
+show_after_frame (KagedMessageRow *self)
+{
+  GdkFrameClock *frame_clock = gtk_widget_get_frame_clock (GTK_WIDGET (self));
+
+  if (frame_clock == NULL || !gtk_widget_get_mapped (GTK_WIDGET (self)))
+    {
+      show_content (self);
+      return;
+    }
+
+  self->content_clock = g_object_ref (frame_clock);
+  self->content_frame_id = g_signal_connect_swapped (frame_clock, "after-paint",
+                                                     G_CALLBACK (on_frame_ended), self);
+  gdk_frame_clock_request_phase (frame_clock, GDK_FRAME_CLOCK_PHASE_AFTER_PAINT);
 }
 
 static gboolean
@@ -455,11 +541,7 @@ content_later_cb (gpointer user_data)
   KagedMessageRow *self = user_data;
 
   self->content_source = 0;
-  if (gtk_widget_get_mapped (GTK_WIDGET (self)))
-    self->content_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), content_tick_cb,
-                                                       NULL, NULL);
-  else
-    show_content (self);
+  show_after_frame (self);
 
   return G_SOURCE_REMOVE;
 }
@@ -495,7 +577,8 @@ rest_spinner (KagedMessageRow *self)
  * While a reply streams on screen, its text changes at most once a frame
  * and at most every kaged_message_row_get_streaming_interval(), however many
  * deltas came since: the Markdown is parsed, laid out and painted once for
- * all of them.
+ * all of them. It is parsed, and its new blocks built, right after a frame
+ * ends; the next frame lays them out and paints them.
  * Assistive technologies hear of it a few times a second; once the reply
  * ends, at once.
  */
@@ -514,7 +597,7 @@ on_content_changed (KagedMessageRow *self)
         {
           show_content (self);
         }
-      else if (self->content_tick == 0 && self->content_source == 0)
+      else if (!content_pending (self))
         {
           gint64 wait = self->content_shown_at + self->streaming_interval - g_get_monotonic_time ();
 
@@ -522,8 +605,7 @@ on_content_changed (KagedMessageRow *self)
             self->content_source = g_timeout_add ((guint)(wait / G_TIME_SPAN_MILLISECOND) + 1,
                                                   content_later_cb, self);
           else
-            self->content_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), content_tick_cb,
-                                                               NULL, NULL);
+            show_after_frame (self);
         }
 
       if (self->description_source == 0)
@@ -540,7 +622,7 @@ on_content_changed (KagedMessageRow *self)
 static void
 on_status_changed (KagedMessageRow *self)
 {
-  if ((self->content_tick != 0 || self->content_source != 0) && !is_streaming (self))
+  if (content_pending (self) && !is_streaming (self))
     show_content (self);
   update_description (self);
 }
@@ -783,12 +865,7 @@ kaged_message_row_dispose (GObject *object)
 
   g_clear_handle_id (&self->copied_source, g_source_remove);
   g_clear_handle_id (&self->description_source, g_source_remove);
-  if (self->content_tick != 0)
-    {
-      gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->content_tick);
-      self->content_tick = 0;
-    }
-  g_clear_handle_id (&self->content_source, g_source_remove);
+  forget_pending_content (self);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
   forget_update_clock (self);
 
@@ -920,7 +997,7 @@ kaged_message_row_unmap (GtkWidget *widget)
   KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
 
   /* No frame comes to an unmapped row: what waited for one shows now. */
-  if (self->content_tick != 0 || self->content_source != 0)
+  if (content_pending (self))
     show_content (self);
 
   GTK_WIDGET_CLASS (kaged_message_row_parent_class)->unmap (widget);

@@ -1194,9 +1194,8 @@ test_row_streaming_window_closed (void)
 {
   g_autoptr(KagedMessage) message = new_message (15, KAGED_MESSAGE_ROLE_AGENT, "Start",
                                                  KAGED_MESSAGE_STATUS_STREAMING);
-  GtkWidget *row = g_object_ref_sink (kaged_message_row_new ());
+  g_autoptr(GtkWidget) row = g_object_ref_sink (kaged_message_row_new ());
   GtkWindow *window = show_in_window (row);
-  g_autoptr(GtkWidget) kept = row;
   KagedMarkdownView *view = markdown_view_of (row);
   gint64 deadline = g_get_monotonic_time () + kaged_test_usec (20 * G_USEC_PER_SEC);
 

@@ -1089,6 +1089,8 @@ typedef struct
   gboolean shown_since_frame;
   guint shown_in_frame;
   guint shown_between;
+  guint shown_before_frame_ended;
+  guint frames_ended_since_change;
   guint painted;
 } FrameWatch;
 
@@ -1104,6 +1106,7 @@ watch_frame_ended_cb (GdkFrameClock *clock,
                       FrameWatch    *watch)
 {
   watch->in_frame = FALSE;
+  watch->frames_ended_since_change++;
   if (watch->shown_since_frame)
     watch->painted++;
   watch->shown_since_frame = FALSE;
@@ -1118,6 +1121,9 @@ watch_text_shown_cb (GObject    *view,
     watch->shown_in_frame++;
   else
     watch->shown_between++;
+  /* A change waits for the end of a frame, drawn or asked for */
+  if (watch->frames_ended_since_change == 0)
+    watch->shown_before_frame_ended++;
   watch->shown_since_frame = TRUE;
 }
 
@@ -1133,7 +1139,7 @@ test_row_streaming_between_frames (RowFixture    *f,
   g_autoptr(GString) text = g_string_new ("Start");
   GdkFrameClock *clock = gdk_surface_get_frame_clock (gtk_native_get_surface (GTK_NATIVE (f->window)));
   KagedMarkdownView *view = markdown_view_of (GTK_WIDGET (f->row));
-  FrameWatch watch = { FALSE, FALSE, 0, 0, 0 };
+  FrameWatch watch = { FALSE, FALSE, 0, 0, 0, 0, 0 };
   gulong started, ended, shown;
   gint64 deadline = g_get_monotonic_time () + kaged_test_usec (20 * G_USEC_PER_SEC);
 
@@ -1146,9 +1152,22 @@ test_row_streaming_between_frames (RowFixture    *f,
 
   for (guint i = 0; i < 4; i++)
     {
+      g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+
+      /* The even changes come once the last change's wait is over, so
+       * nothing holds them back but the frame; the odd ones during it. */
+      if (i % 2 == 0)
+        {
+          g_timeout_add (kaged_message_row_get_streaming_interval (f->row) / G_TIME_SPAN_MILLISECOND + 20,
+                         quit_loop_cb, loop);
+          g_main_loop_run (loop);
+        }
+
       g_string_append_printf (text, "\n\n## Part %u\n\nWords with **bold** text.\n\n"
                               "```c\nint part_%u;\n```\n", i, i);
+      watch.frames_ended_since_change = 0;
       kaged_message_set_content (message, text->str);
+      g_assert_cmpstr (kaged_markdown_view_get_text (view), !=, text->str);
 
       while ((g_strcmp0 (kaged_markdown_view_get_text (view), text->str) != 0 ||
               watch.shown_since_frame) &&
@@ -1159,6 +1178,7 @@ test_row_streaming_between_frames (RowFixture    *f,
     }
 
   g_assert_cmpuint (watch.shown_in_frame, ==, 0);
+  g_assert_cmpuint (watch.shown_before_frame_ended, ==, 0);
   g_assert_cmpuint (watch.shown_between, ==, 4);
   g_assert_cmpuint (watch.painted, ==, 4);
 
@@ -1188,7 +1208,7 @@ destroy_window_when_shown_cb (GObject    *view,
 
 /* A window closed between a change of a streaming reply and the frame that
  * would have painted it takes its frame clock with it: the row lets go of
- * it without a warning. */
+ * it without a warning, and keeps the change. */
 static void
 test_row_streaming_window_closed (void)
 {

@@ -450,12 +450,13 @@ forget_update_clock (KagedMessageRow *self)
   g_clear_object (&self->update_clock);
 }
 
+/* A frame that starts again after one cut short by a freeze counts from
+ * its own start. */
 static void
 on_update_frame_started (KagedMessageRow *self,
                          GdkFrameClock   *frame_clock)
 {
-  if (self->update_frame_started_at == 0)
-    self->update_frame_started_at = g_get_monotonic_time ();
+  self->update_frame_started_at = g_get_monotonic_time ();
 }
 
 static void
@@ -996,9 +997,11 @@ kaged_message_row_unmap (GtkWidget *widget)
 {
   KagedMessageRow *self = KAGED_MESSAGE_ROW (widget);
 
-  /* No frame comes to an unmapped row: what waited for one shows now. */
+  /* No frame comes to an unmapped row: what waited for one shows now, and
+   * the next frame of this window no longer measures its cost. */
   if (content_pending (self))
     show_content (self);
+  forget_update_clock (self);
 
   GTK_WIDGET_CLASS (kaged_message_row_parent_class)->unmap (widget);
 }

@@ -472,8 +472,8 @@ on_update_painted (KagedMessageRow *self,
   self->streaming_interval = kaged_message_row_streaming_interval (self->update_cost);
 }
 
-/* Shows the change, between two frames: the next frame lays it out and
- * paints it, and its work is not added to that frame's. */
+/* Shows the change between two frames: parsing and building happen here,
+ * and the next frame only lays the change out and paints it. */
 static gboolean
 show_between_frames_cb (gpointer user_data)
 {
@@ -511,8 +511,8 @@ on_frame_ended (KagedMessageRow *self,
   disconnect_clock_handler (self->content_clock, &self->content_frame_id);
   g_clear_object (&self->content_clock);
 
-  /* Before anything else that waits: the next frame is due in a few
-   * milliseconds. */
+  /* After the events already waiting (the rest of the deltas), before
+   * other idles and the next frame, which is due in a few milliseconds. */
   self->content_source = g_idle_add_full (G_PRIORITY_HIGH_IDLE, show_between_frames_cb, self, NULL);
 }
 

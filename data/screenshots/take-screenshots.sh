@@ -47,7 +47,7 @@ wait "$headless" || true
 
 for scheme in light dark; do
   if [ "$scheme" = dark ]; then style=prefer-dark; else style=default; fi
-  xvfb-run -a -s "-screen 0 1280x800x24" sh -c "
+  xvfb-run -a -s "-screen 0 1280x800x24 -noreset" sh -c "
     gsettings set org.gnome.desktop.interface color-scheme $style 2>/dev/null || true
     ADW_DEBUG_COLOR_SCHEME=$style GSK_RENDERER=cairo GDK_BACKEND=x11 \
       '$build/src/app/kaged' --data-dir='$work/data' $provider_args &

@@ -531,6 +531,27 @@ test_failure_offers_preferences (Fixture       *fixture,
   g_free (opened.profile_id);
 }
 
+/* In a narrow header the button reads the model alone, which is what
+ * changes from one conversation to the next; the popover shows the
+ * profile. */
+static void
+test_narrow (Fixture       *fixture,
+             gconstpointer  data)
+{
+  kaged_model_chooser_set_narrow (fixture->chooser, TRUE);
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "test-model");
+
+  /* A model chosen while narrow reads alone too. */
+  open_popover (fixture);
+  g_assert_true (wait_for (fixture, rows_at_least, GUINT_TO_POINTER (3)));
+  g_signal_emit_by_name (child (fixture, "models_list"), "row-activated", row_for (fixture, "fake-small"));
+  iterate ();
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "fake-small");
+
+  kaged_model_chooser_set_narrow (fixture->chooser, FALSE);
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · fake-small");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -544,6 +565,7 @@ main (int   argc,
   g_test_add ("/model-chooser/connection", Fixture, NULL, fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/new-conversation", Fixture, NULL, fixture_set_up, test_new_conversation, fixture_tear_down);
+  g_test_add ("/model-chooser/narrow", Fixture, NULL, fixture_set_up, test_narrow, fixture_tear_down);
   g_test_add ("/model-chooser/wrong-address-offers-preferences", Fixture, NULL,
               fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
   g_test_add ("/model-chooser/refused-offers-preferences", Fixture, "sk-kaged-never-sent",

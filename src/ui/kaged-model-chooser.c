@@ -47,6 +47,7 @@ struct _KagedModelChooser
   char           *model;
   char           *system_prompt;
   guint           pending : 1;
+  guint           narrow : 1;
 
   /* Template children */
   GtkMenuButton  *menu_button;
@@ -162,7 +163,12 @@ update_label (KagedModelChooser *self)
   /* Translators: the conversation's provider profile and model, e.g. "Work · gpt-4o" */
   label = g_strdup_printf (_("%s · %s"), kaged_profile_get_name (profile),
                            model != NULL ? model : "");
-  gtk_label_set_label (self->button_label, label);
+  /* A narrow header has room for a few letters: the model's, which is what
+   * differs between conversations; the description keeps both. */
+  if (self->narrow && model != NULL && *model != '\0')
+    gtk_label_set_label (self->button_label, model);
+  else
+    gtk_label_set_label (self->button_label, label);
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->menu_button),
                                   GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, label,
                                   -1);
@@ -680,8 +686,9 @@ kaged_model_chooser_get_label (KagedModelChooser *self)
  * @self: a #KagedModelChooser
  * @narrow: whether the header it sits in is narrow
  *
- * In a narrow header the button's label gives up its room first, down to a
- * few letters; otherwise it keeps room for a name of 16 characters.
+ * In a narrow header the button reads the model alone and gives up its
+ * room first, down to a few letters; otherwise it reads the profile and the
+ * model and keeps room for 16 characters.
  */
 void
 kaged_model_chooser_set_narrow (KagedModelChooser *self,
@@ -689,5 +696,11 @@ kaged_model_chooser_set_narrow (KagedModelChooser *self,
 {
   g_return_if_fail (KAGED_IS_MODEL_CHOOSER (self));
 
+  narrow = !!narrow;
+  if (self->narrow == narrow)
+    return;
+
+  self->narrow = narrow;
   gtk_label_set_width_chars (self->button_label, narrow ? 4 : 16);
+  update_label (self);
 }

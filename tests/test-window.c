@@ -965,6 +965,52 @@ test_no_model (Fixture       *fixture,
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
 }
 
+/* A provider that needs a key, which is to come from an environment
+ * variable (`--api-key-env`, no keyring) that is not set: nothing can be
+ * sent, and the composer names the variable. */
+static void
+test_no_key (Fixture       *fixture,
+             gconstpointer  data)
+{
+  g_autoptr(KagedCore) core = NULL;
+  g_autoptr(KagedProfile) profile = NULL;
+  g_autoptr(KagedProfile) local = NULL;
+  g_autofree char *kept = NULL;
+
+  g_unsetenv ("KAGED_TEST_WINDOW_KEY");
+  core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_NO_KEYRING);
+  profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_ANTHROPIC,
+                               "http://127.0.0.1:9", "claude-test");
+  kaged_profile_set_api_key_env (profile, "KAGED_TEST_WINDOW_KEY");
+  kaged_core_set_profile (core, profile);
+  kaged_core_start (core);
+  kaged_window_set_core (fixture->window, core);
+
+  g_assert_true (wait_for (fixture, composer_says, "KAGED_TEST_WINDOW_KEY"));
+  kaged_composer_set_text (fixture->composer, "Hello?");
+  kaged_composer_send (fixture->composer);
+  kept = kaged_composer_dup_text (fixture->composer);
+  g_assert_cmpstr (kept, ==, "Hello?");
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+
+  /* Once the variable is set, the provider is usable. */
+  g_setenv ("KAGED_TEST_WINDOW_KEY", "sk-kaged-test", TRUE);
+  kaged_core_set_profile (core, NULL);
+  kaged_core_set_profile (core, profile);
+  g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
+  g_unsetenv ("KAGED_TEST_WINDOW_KEY");
+
+  /* A server on this computer that speaks OpenAI's protocol needs none. */
+  local = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI,
+                             "http://127.0.0.1:9/v1", "test-model");
+  kaged_profile_set_api_key_env (local, "KAGED_TEST_WINDOW_KEY");
+  kaged_core_set_profile (core, local);
+  g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
+
+  kaged_window_set_core (fixture->window, fixture->core);
+  kaged_core_shutdown (core);
+}
+
 /* First run with the provider down: the reply says the server could not be
  * reached, the banner counts down to the retry, and the conversation shows
  * its retry in the sidebar while another one is shown. */
@@ -1782,6 +1828,7 @@ main (int   argc,
   ADD_TEST ("/window/edit", reply, test_edit);
   ADD_TEST ("/window/export", reply, test_export);
   ADD_TEST ("/window/no-model", reply, test_no_model);
+  ADD_TEST ("/window/no-key", reply, test_no_key);
   ADD_TEST ("/window/narrow", reply, test_narrow);
   ADD_TEST ("/window/narrow-maximized", reply, test_narrow_maximized);
   ADD_TEST ("/window/rename", reply, test_rename);

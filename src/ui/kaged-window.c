@@ -96,24 +96,50 @@ kaged_window_toast (KagedWindow *self,
  * The conversation shown
  * ------------------------------------------------------------------------- */
 
+/* Whether the profile's key can only come from an environment variable
+ * (`--api-key-env`: the keyring is not asked) that is not set, when its
+ * provider needs one. */
+static gboolean
+key_variable_unset (KagedWindow  *self,
+                    KagedProfile *profile)
+{
+  const char *name = kaged_profile_get_api_key_env (profile);
+  const char *value;
+
+  if ((kaged_core_get_flags (self->core) & KAGED_CORE_FLAGS_NO_KEYRING) == 0 ||
+      !kaged_provider_kind_needs_key (kaged_profile_get_kind (profile),
+                                      kaged_profile_get_base_url (profile)) ||
+      name == NULL || name[0] == '\0')
+    return FALSE;
+
+  value = g_getenv (name);
+
+  return value == NULL || value[0] == '\0';
+}
+
 /* Why nothing can be sent, in words, or NULL when a message can be. */
-static const char *
+static char *
 describe_unusable (KagedWindow *self)
 {
   KagedProfile *profile;
 
   if (self->core == NULL)
-    return _("Conversations could not be opened");
+    return g_strdup (_("Conversations could not be opened"));
 
   profile = kaged_core_get_profile (self->core);
   if (profile == NULL)
-    return _("No provider is set up: choose one in Preferences");
+    return g_strdup (_("No provider is set up: choose one in Preferences"));
 
   if (kaged_profile_get_model (profile) == NULL || kaged_profile_get_model (profile)[0] == '\0')
-    return _("The provider has no model chosen: choose one in Preferences");
+    return g_strdup (_("The provider has no model chosen: choose one in Preferences"));
 
   if (kaged_profile_get_base_url (profile) == NULL || kaged_profile_get_base_url (profile)[0] == '\0')
-    return _("The provider has no address: set one in Preferences");
+    return g_strdup (_("The provider has no address: set one in Preferences"));
+
+  if (key_variable_unset (self, profile))
+    /* Translators: %s is the name of an environment variable, e.g. ANTHROPIC_API_KEY */
+    return g_strdup_printf (_("No API key: the environment variable %s is not set"),
+                            kaged_profile_get_api_key_env (profile));
 
   return NULL;
 }
@@ -122,13 +148,14 @@ static void
 update_composer (KagedWindow *self)
 {
   KagedSessionManager *manager = kaged_window_get_manager (self);
+  g_autofree char *unusable = describe_unusable (self);
   gboolean running = FALSE;
 
   if (manager != NULL && self->session_id > 0)
     running = kaged_session_manager_is_busy (manager, self->session_id);
 
   kaged_composer_set_running (self->composer, running);
-  kaged_composer_set_disabled_reason (self->composer, describe_unusable (self));
+  kaged_composer_set_disabled_reason (self->composer, unusable);
 }
 
 static void

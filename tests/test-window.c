@@ -819,6 +819,34 @@ test_keyboard_reaches_everything (Fixture       *fixture,
   assert_reached (again, "Next Version", messages);
 }
 
+/* Shift+Tab leaves the composer for the controls before it, as Tab leaves
+ * it for those after it. */
+static void
+test_keyboard_back_from_composer (Fixture       *fixture,
+                                  gconstpointer  data)
+{
+  GtkWidget *window = GTK_WIDGET (fixture->window);
+  GtkWidget *focus;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  for (guint with_text = 0; with_text < 2; with_text++)
+    {
+      kaged_composer_set_text (fixture->composer, with_text ? "A draft" : "");
+      kaged_composer_focus (fixture->composer);
+      focus = gtk_root_get_focus (GTK_ROOT (window));
+      g_assert_true (GTK_IS_TEXT_VIEW (focus));
+
+      /* What the text view does with Shift+Tab. */
+      g_signal_emit_by_name (focus, "move-focus", GTK_DIR_TAB_BACKWARD);
+      focus = gtk_root_get_focus (GTK_ROOT (window));
+      g_assert_nonnull (focus);
+      g_assert_false (gtk_widget_is_ancestor (focus, GTK_WIDGET (fixture->composer)));
+    }
+}
+
 /* The retry banner's buttons are on the way too. */
 static void
 test_keyboard_reaches_banner (Fixture       *fixture,
@@ -1845,6 +1873,7 @@ main (int   argc,
   ADD_TEST ("/window/auth-failed-offers-preferences", unauthorized, test_auth_failed_offers_preferences);
   ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);
   ADD_TEST ("/window/keyboard/reaches-banner", "unreachable", test_keyboard_reaches_banner);
+  ADD_TEST ("/window/keyboard/back-from-composer", reply, test_keyboard_back_from_composer);
   ADD_TEST ("/window/keyboard/reaches-stop", slow, test_keyboard_reaches_stop);
 
   return g_test_run ();

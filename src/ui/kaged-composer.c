@@ -149,6 +149,18 @@ kaged_composer_grab_focus (GtkWidget *widget)
   return gtk_widget_grab_focus (GTK_WIDGET (KAGED_COMPOSER (widget)->text_view));
 }
 
+/* Only the controls inside take the focus. GtkWidget would stop on the
+ * composer itself when Shift+Tab leaves its text view, and focusing the
+ * composer focuses that text view again: Shift+Tab could not leave it. */
+static gboolean
+kaged_composer_focus_children (GtkWidget        *widget,
+                               GtkDirectionType  direction)
+{
+  GtkWidget *child = gtk_widget_get_first_child (widget);
+
+  return child != NULL && gtk_widget_child_focus (child, direction);
+}
+
 static void
 kaged_composer_dispose (GObject *object)
 {
@@ -231,6 +243,7 @@ kaged_composer_class_init (KagedComposerClass *klass)
   object_class->set_property = kaged_composer_set_property;
 
   widget_class->grab_focus = kaged_composer_grab_focus;
+  widget_class->focus = kaged_composer_focus_children;
 
   properties [PROP_RUNNING] =
     g_param_spec_boolean ("running", NULL, NULL,

@@ -559,6 +559,31 @@ minimum_width (GtkWidget *widget)
   return minimum;
 }
 
+/* While a retry counts down, the wide arrangement needs no less room from
+ * one second to the next: it would otherwise take the place of the narrow
+ * one at "9 s" on a window where "10 s" did not fit, and move the buttons
+ * under the pointer. */
+static void
+test_steady_width (Fixture       *f,
+                   gconstpointer  data)
+{
+  GtkWidget *status = find_named (GTK_WIDGET (f->banner), "status");
+  int at_ten;
+
+  fail_run (f, 1, KAGED_RETRY_CLASS_RATE_LIMITED, 429, START_WALL_MS + 10000, "retry-after");
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 10 s");
+  at_ten = minimum_width (status);
+
+  advance (f, 1000);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 9 s");
+  g_assert_cmpint (minimum_width (status), >=, at_ten);
+
+  /* Nor once the retry is under way. */
+  advance (f, 9000);
+  g_assert_cmpstr (label_text (f, "status"), ==, "Retrying…");
+  g_assert_cmpint (minimum_width (status), >=, at_ten);
+}
+
 /* On a narrow window the buttons go under the words, and only one
  * arrangement is ever shown. */
 static void
@@ -626,6 +651,7 @@ main (int   argc,
   ADD ("cancel-while-retrying", test_cancel_while_retrying);
   ADD ("hidden-when-retry-succeeds", test_hidden_when_retry_succeeds);
   ADD ("narrow", test_narrow);
+  ADD ("steady-width", test_steady_width);
   ADD ("scheduled-across-midnight", test_scheduled_across_midnight);
   ADD ("clock-format-setting", test_clock_format_setting);
   g_test_add_func ("/retry-banner/format", test_format);

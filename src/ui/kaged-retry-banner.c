@@ -144,6 +144,20 @@ refresh_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* While shown, the wide arrangement's status never needs less room than it
+ * did: a countdown from "10 s" to "9 s", or to "Retrying…", would otherwise
+ * let it take the narrow one's place, moving the buttons under the pointer. */
+static void
+keep_status_width (KagedRetryBanner *self)
+{
+  GtkWidget *status = GTK_WIDGET (self->layouts[LAYOUT_WIDE].status_label);
+  int minimum = 0;
+
+  /* The measure includes the size request: the widest status so far. */
+  gtk_widget_measure (status, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+  gtk_widget_set_size_request (status, minimum, -1);
+}
+
 static void
 kaged_retry_banner_update (KagedRetryBanner *self)
 {
@@ -173,7 +187,10 @@ kaged_retry_banner_update (KagedRetryBanner *self)
 
   /* While sliding out, the last words stay. */
   if (!shown)
-    return;
+    {
+      gtk_widget_set_size_request (GTK_WIDGET (self->layouts[LAYOUT_WIDE].status_label), -1, -1);
+      return;
+    }
 
   switch (state)
     {
@@ -225,6 +242,8 @@ kaged_retry_banner_update (KagedRetryBanner *self)
       if (g_strcmp0 (gtk_image_get_icon_name (layout->icon), icon_name) != 0)
         gtk_image_set_from_icon_name (layout->icon, icon_name);
     }
+
+  keep_status_width (self);
 }
 
 static void

@@ -542,6 +542,56 @@ test_regenerate (Fixture       *fixture,
   }
 }
 
+/* Whether the reply's row (@data, or the shown reply's) has all the
+ * height it asks for, and the view can scroll to its end. */
+static gboolean
+reply_fully_shown (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  GtkWidget *row = data != NULL ? GTK_WIDGET (data)
+                                : GTK_WIDGET (row_of (fixture, kaged_message_get_id (shown_message (fixture, 1))));
+  GtkScrolledWindow *scroller = GTK_SCROLLED_WINDOW (gtk_widget_get_ancestor (child (fixture, "message_view"),
+                                                                            GTK_TYPE_SCROLLED_WINDOW));
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (scroller);
+  graphene_rect_t bounds;
+  int natural = 0;
+
+  if (row == NULL || !gtk_widget_get_mapped (row) ||
+      !gtk_widget_compute_bounds (row, child (fixture, "message_view"), &bounds))
+    return FALSE;
+
+  gtk_widget_measure (row, GTK_ORIENTATION_VERTICAL, gtk_widget_get_width (row), NULL, &natural, NULL, NULL);
+
+  return gtk_widget_get_height (row) >= natural &&
+         gtk_adjustment_get_upper (adjustment) >= bounds.origin.y + bounds.size.height - 1;
+}
+
+/* Back to a longer version with the pager: the row grows to show it all,
+ * its code block too, and the view scrolls to its end. */
+static void
+test_version_longer (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  KagedMessageRow *row;
+
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 960, 680);
+  send (fixture, "Show me some code");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, reply_fully_shown, NULL));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  g_assert_true (wait_for (fixture, reply_fully_shown, NULL));
+
+  row = row_of (fixture, kaged_message_get_id (shown_message (fixture, 1)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.previous-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "1/2"));
+  g_assert_true (wait_for (fixture, reply_fully_shown, row));
+}
+
 /* A reply's details describe the version the pager shows: its run, not
  * the latest one's. */
 static void
@@ -1834,6 +1884,14 @@ main (int   argc,
     "[{\"status\": 401, \"body\": {\"error\": {\"message\": \"Incorrect API key provided\", "
     "\"type\": \"invalid_request_error\", \"code\": \"invalid_api_key\"}}}]";
 
+  const char *long_then_short =
+    "[{\"kind\": \"openai\", \"chunks\": 40, \"delay_ms\": 10, \"text\": \"## Heading\\n\\n"
+    "Some *emphasis* and **bold**, a [link](https://gnome.org), `inline code`.\\n\\n"
+    "- item one\\n- item two\\n  1. nested\\n\\n> a block quote\\n\\n| A | B |\\n|---|---|\\n| 1 | 2 |\\n\\n"
+    "<b>raw html</b> <script>alert(1)</script>\\n\\n"
+    "```python\\ndef f(x):\\n    return x + 1  # comment\\n```\\n\"},"
+    " {\"kind\": \"openai\", \"text\": \"Short.\"}]";
+
   const char *storm_slow =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
@@ -1852,6 +1910,7 @@ main (int   argc,
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/version-details", reply, test_version_details);
+  ADD_TEST ("/window/version-longer", long_then_short, test_version_longer);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);
   ADD_TEST ("/window/export", reply, test_export);

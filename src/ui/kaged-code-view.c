@@ -25,12 +25,21 @@
  * line that was, so that the view gets its full height in the frame that
  * adds them and lays them out there. For the same reason the view asks
  * for a new size as soon as lines are added, not once they are laid out.
+ *
+ * Lines laid out while the view is allocated may turn out taller than
+ * counted. GtkTextView then asks for a new size, but from inside the
+ * allocation, where GTK forgets it; the view asks again on the next frame.
  */
 struct _KagedCodeView
 {
   GtkSourceView parent_instance;
 
   GSignalGroup *buffer_signals;
+
+  /* The last height the view asked for, and for which width */
+  int asked_width;
+  int asked_height;
+  guint resize_tick_id;
 };
 
 G_DEFINE_FINAL_TYPE (KagedCodeView, kaged_code_view, GTK_SOURCE_TYPE_VIEW)
@@ -92,11 +101,49 @@ kaged_code_view_measure (GtkWidget      *widget,
 
   if (orientation == GTK_ORIENTATION_VERTICAL)
     {
-      int unmeasured = unmeasured_height (KAGED_CODE_VIEW (widget));
+      KagedCodeView *self = KAGED_CODE_VIEW (widget);
+      int unmeasured = unmeasured_height (self);
 
       *minimum += unmeasured;
       *natural += unmeasured;
+      self->asked_width = for_size;
+      self->asked_height = *natural;
     }
+}
+
+static gboolean
+resize_tick_cb (GtkWidget     *widget,
+                GdkFrameClock *frame_clock,
+                gpointer       user_data)
+{
+  KAGED_CODE_VIEW (widget)->resize_tick_id = 0;
+  gtk_widget_queue_resize (widget);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+kaged_code_view_size_allocate (GtkWidget *widget,
+                               int        width,
+                               int        height,
+                               int        baseline)
+{
+  KagedCodeView *self = KAGED_CODE_VIEW (widget);
+  int asked_width = self->asked_width;
+  int asked_height = self->asked_height;
+  int minimum = 0;
+  int natural = 0;
+
+  /* Lays out the lines that were not yet, which may change their height. */
+  GTK_WIDGET_CLASS (kaged_code_view_parent_class)->size_allocate (widget, width, height, baseline);
+
+  if (asked_width == -2 || self->resize_tick_id != 0)
+    return;
+
+  /* Not gtk_widget_measure(): its answer is still kept. */
+  kaged_code_view_measure (widget, GTK_ORIENTATION_VERTICAL, asked_width, &minimum, &natural, NULL, NULL);
+  if (natural != asked_height)
+    self->resize_tick_id = gtk_widget_add_tick_callback (widget, resize_tick_cb, NULL, NULL);
 }
 
 static void
@@ -114,6 +161,11 @@ kaged_code_view_dispose (GObject *object)
 {
   KagedCodeView *self = KAGED_CODE_VIEW (object);
 
+  if (self->resize_tick_id != 0)
+    {
+      gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->resize_tick_id);
+      self->resize_tick_id = 0;
+    }
   if (self->buffer_signals != NULL)
     g_signal_group_set_target (self->buffer_signals, NULL);
   g_clear_object (&self->buffer_signals);
@@ -130,11 +182,14 @@ kaged_code_view_class_init (KagedCodeViewClass *klass)
   object_class->dispose = kaged_code_view_dispose;
 
   widget_class->measure = kaged_code_view_measure;
+  widget_class->size_allocate = kaged_code_view_size_allocate;
 }
 
 static void
 kaged_code_view_init (KagedCodeView *self)
 {
+  self->asked_width = -2;
+
   self->buffer_signals = g_signal_group_new (GTK_TYPE_TEXT_BUFFER);
   g_signal_group_connect_object (self->buffer_signals, "insert-text",
                                  G_CALLBACK (on_insert_text), self,

@@ -501,6 +501,11 @@ kaged_code_block_set_code (KagedCodeBlock *self,
   else
     {
       gtk_text_buffer_set_text (GTK_TEXT_BUFFER (self->buffer), code != NULL ? code : "", -1);
+      /* Code shown several lines at once is checked once laid out; a
+       * block that streams in starts with one line, and each change that
+       * adds one asks for a new size anyway. */
+      if (gtk_text_buffer_get_line_count (GTK_TEXT_BUFFER (self->buffer)) > 1)
+        kaged_code_view_text_replaced (KAGED_CODE_VIEW (self->source_view));
     }
 
   g_free (self->code);

@@ -26,9 +26,12 @@
  * adds them and lays them out there. For the same reason the view asks
  * for a new size as soon as lines are added, not once they are laid out.
  *
- * Lines laid out while the view is allocated may turn out taller than
- * counted. GtkTextView then asks for a new size, but from inside the
- * allocation, where GTK forgets it; the view asks again on the next frame.
+ * Lines that replace the view's text all at once (as when the pager shows
+ * an earlier version) may be laid out taller than counted while the view
+ * is allocated. GtkTextView then asks for a new size, but from inside the
+ * allocation, where GTK forgets it: after kaged_code_view_text_replaced()
+ * the view checks its height once allocated, and asks again on the next
+ * frame if it changed. Lines that stream in are counted right.
  */
 struct _KagedCodeView
 {
@@ -39,6 +42,8 @@ struct _KagedCodeView
   /* The last height the view asked for, and for which width */
   int asked_width;
   int asked_height;
+  /* Whether its text was replaced and its height not yet checked */
+  guint check_height : 1;
   guint resize_tick_id;
 };
 
@@ -137,11 +142,13 @@ kaged_code_view_size_allocate (GtkWidget *widget,
   /* Lays out the lines that were not yet, which may change their height. */
   GTK_WIDGET_CLASS (kaged_code_view_parent_class)->size_allocate (widget, width, height, baseline);
 
-  if (asked_width == -2 || self->resize_tick_id != 0)
+  if (!self->check_height || self->resize_tick_id != 0)
     return;
 
   /* Not gtk_widget_measure(): its answer is still kept. */
   kaged_code_view_measure (widget, GTK_ORIENTATION_VERTICAL, asked_width, &minimum, &natural, NULL, NULL);
+  /* Once: lines out of sight may never be laid out. */
+  self->check_height = FALSE;
   if (natural != asked_height)
     self->resize_tick_id = gtk_widget_add_tick_callback (widget, resize_tick_cb, NULL, NULL);
 }
@@ -188,8 +195,6 @@ kaged_code_view_class_init (KagedCodeViewClass *klass)
 static void
 kaged_code_view_init (KagedCodeView *self)
 {
-  self->asked_width = -2;
-
   self->buffer_signals = g_signal_group_new (GTK_TYPE_TEXT_BUFFER);
   g_signal_group_connect_object (self->buffer_signals, "insert-text",
                                  G_CALLBACK (on_insert_text), self,
@@ -202,4 +207,19 @@ GtkWidget *
 kaged_code_view_new (void)
 {
   return g_object_new (KAGED_TYPE_CODE_VIEW, NULL);
+}
+
+/**
+ * kaged_code_view_text_replaced:
+ * @self: a #KagedCodeView
+ *
+ * Tells @self that its text was replaced, not added to: it checks its height
+ * once laid out.
+ */
+void
+kaged_code_view_text_replaced (KagedCodeView *self)
+{
+  g_return_if_fail (KAGED_IS_CODE_VIEW (self));
+
+  self->check_height = TRUE;
 }

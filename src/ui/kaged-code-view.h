@@ -13,6 +13,7 @@ G_BEGIN_DECLS
 
 G_DECLARE_FINAL_TYPE (KagedCodeView, kaged_code_view, KAGED, CODE_VIEW, GtkSourceView)
 
-GtkWidget *kaged_code_view_new (void);
+GtkWidget *kaged_code_view_new           (void);
+void       kaged_code_view_text_replaced (KagedCodeView *self);
 
 G_END_DECLS

@@ -1019,6 +1019,19 @@ composer_says (Fixture       *fixture,
   return label_shows (GTK_WIDGET (fixture->composer), data);
 }
 
+/* Sending is refused: the draft stays, and no conversation starts. */
+static void
+assert_send_refused (Fixture *fixture)
+{
+  g_autofree char *kept = NULL;
+
+  kaged_composer_set_text (fixture->composer, "Hello?");
+  kaged_composer_send (fixture->composer);
+  kept = kaged_composer_dup_text (fixture->composer);
+  g_assert_cmpstr (kept, ==, "Hello?");
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+}
+
 /* Without a model nothing can be sent, and the composer says why. */
 static void
 test_no_model (Fixture       *fixture,
@@ -1026,18 +1039,13 @@ test_no_model (Fixture       *fixture,
 {
   g_autoptr(GSettings) profile = g_settings_new_with_path (BASE_APPLICATION_ID ".Profile",
                                                           "/io/github/kaged/Kaged/profiles/default/");
-  g_autofree char *kept = NULL;
 
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
   g_settings_set_string (profile, "model", "");
   g_assert_nonnull (kaged_composer_get_disabled_reason (fixture->composer));
   g_assert_true (wait_for (fixture, composer_says, "model"));
 
-  kaged_composer_set_text (fixture->composer, "Hello?");
-  kaged_composer_send (fixture->composer);
-  kept = kaged_composer_dup_text (fixture->composer);
-  g_assert_cmpstr (kept, ==, "Hello?");
-  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+  assert_send_refused (fixture);
 
   g_settings_set_string (profile, "model", "test-model");
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
@@ -1053,7 +1061,6 @@ test_no_key (Fixture       *fixture,
   g_autoptr(KagedCore) core = NULL;
   g_autoptr(KagedProfile) profile = NULL;
   g_autoptr(KagedProfile) local = NULL;
-  g_autofree char *kept = NULL;
 
   g_unsetenv ("KAGED_TEST_WINDOW_KEY");
   core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_NO_KEYRING);
@@ -1065,11 +1072,7 @@ test_no_key (Fixture       *fixture,
   kaged_window_set_core (fixture->window, core);
 
   g_assert_true (wait_for (fixture, composer_says, "KAGED_TEST_WINDOW_KEY"));
-  kaged_composer_set_text (fixture->composer, "Hello?");
-  kaged_composer_send (fixture->composer);
-  kept = kaged_composer_dup_text (fixture->composer);
-  g_assert_cmpstr (kept, ==, "Hello?");
-  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
+  assert_send_refused (fixture);
 
   /* Once the variable is set, the provider is usable. */
   g_setenv ("KAGED_TEST_WINDOW_KEY", "sk-kaged-test", TRUE);

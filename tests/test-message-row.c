@@ -1248,17 +1248,26 @@ test_row_statuses (RowFixture    *f,
   g_assert_nonnull (shown_label (row, "Writing…"));
   g_assert_nonnull (shown_label (row, "Partial answ"));
 
-  /* Failed: why, in words, and the partial text kept. */
+  /* Failed: why, in words, and the partial text kept. The server was
+   * reached: the connection was lost on the way. */
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_NETWORK);
   kaged_message_set_error_message (message, "Connection reset by peer");
   kaged_message_set_status (message, KAGED_MESSAGE_STATUS_FAILED);
   iterate ();
   g_assert_null (shown_label (row, "Writing…"));
   g_assert_nonnull (shown_label (row, "Failed"));
-  g_assert_nonnull (shown_label (row, "Could not reach the server"));
+  g_assert_nonnull (shown_label (row, "The connection was lost before the reply was complete"));
+  g_assert_null (shown_label (row, "Could not reach the server"));
   g_assert_nonnull (shown_label (row, "Connection reset by peer"));
   g_assert_nonnull (shown_label (row, "Partial answ"));
   g_assert_false (shown (button (row, "Open Preferences")));
+
+  /* Without a word of the reply, the server was not reached. */
+  kaged_message_set_content (message, "");
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Could not reach the server"));
+  g_assert_null (shown_label (row, "The connection was lost before the reply was complete"));
+  kaged_message_set_content (message, "Partial answ");
 
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
   iterate ();

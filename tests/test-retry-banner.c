@@ -227,6 +227,9 @@ test_reason_texts (void)
     { KAGED_RETRY_CLASS_RATE_LIMITED, 429, 90000,
       "Rate limited (HTTP 429) — the provider asked to wait 1 min 30 s" },
     { KAGED_RETRY_CLASS_NETWORK, 0, 0, "The connection to the provider failed" },
+    /* The answer began (HTTP 200) and was cut off: its status says nothing. */
+    { KAGED_RETRY_CLASS_NETWORK, 200, 0, "The connection was lost before the reply was complete" },
+    { KAGED_RETRY_CLASS_TIMEOUT, 200, 0, "The provider did not answer in time" },
     { KAGED_RETRY_CLASS_RATE_LIMITED, 429, 1000,
       "Rate limited (HTTP 429) — the provider asked to wait 1 s" },
     { KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, 2 * 3600 * 1000,

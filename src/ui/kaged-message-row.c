@@ -125,16 +125,24 @@ static void update_pager (KagedMessageRow *self);
 
 /**
  * kaged_message_row_describe_failure:
- * @retry_class: why the reply failed
- * @retry_after_until: for a quota that resets, when (epoch milliseconds), or 0
+ * @message: a failed reply
  *
- * Returns: (transfer full): a sentence for people that says why a reply
+ * Returns: (transfer full): a sentence for people that says why @message
  *   failed
  */
 char *
-kaged_message_row_describe_failure (KagedRetryClass retry_class,
-                                    gint64          retry_after_until)
+kaged_message_row_describe_failure (KagedMessage *message)
 {
+  KagedRetryClass retry_class;
+  gint64 retry_after_until;
+  const char *content;
+
+  g_return_val_if_fail (KAGED_IS_MESSAGE (message), NULL);
+
+  retry_class = kaged_message_get_retry_class (message);
+  retry_after_until = kaged_message_get_retry_after_until (message);
+  content = kaged_message_get_content (message);
+
   switch (retry_class)
     {
     case KAGED_RETRY_CLASS_RATE_LIMITED:
@@ -144,6 +152,10 @@ kaged_message_row_describe_failure (KagedRetryClass retry_class,
     case KAGED_RETRY_CLASS_SERVER_ERROR:
       return g_strdup (_("The provider had a problem on its side"));
     case KAGED_RETRY_CLASS_NETWORK:
+      /* Part of the reply came: the server was reached, and the
+       * connection lost on the way. */
+      if (content != NULL && content[0] != '\0')
+        return g_strdup (_("The connection was lost before the reply was complete"));
       return g_strdup (_("Could not reach the server"));
     case KAGED_RETRY_CLASS_TIMEOUT:
       return g_strdup (_("The server took too long to answer"));
@@ -312,8 +324,7 @@ update_state (KagedMessageRow *self)
       const char *detail = kaged_message_get_error_message (self->message);
       g_autofree char *sentence = NULL;
 
-      sentence = kaged_message_row_describe_failure (retry_class,
-                                                     kaged_message_get_retry_after_until (self->message));
+      sentence = kaged_message_row_describe_failure (self->message);
       gtk_label_set_label (self->error_label, sentence);
       gtk_label_set_label (self->error_detail_label, detail != NULL ? detail : "");
       gtk_widget_set_visible (GTK_WIDGET (self->error_detail_label),
@@ -616,6 +627,9 @@ on_content_changed (KagedMessageRow *self)
     }
 
   show_content (self);
+  /* What a failure says depends on whether part of the reply came. */
+  if (kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_FAILED)
+    update_state (self);
   update_description (self);
 }
 

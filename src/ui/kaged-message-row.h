@@ -43,7 +43,6 @@ gint64        kaged_message_row_get_streaming_interval (KagedMessageRow *self);
 
 gint64        kaged_message_row_streaming_interval (gint64 update_cost);
 
-char         *kaged_message_row_describe_failure  (KagedRetryClass  retry_class,
-                                                   gint64           retry_after_until);
+char         *kaged_message_row_describe_failure  (KagedMessage    *message);
 
 G_END_DECLS

@@ -152,16 +152,21 @@ kaged_retry_describe_reason (KagedRetryClass retry_class,
 {
   g_autofree char *base = NULL;
   const char *described;
+  /* A successful status means the answer began and then failed: the
+   * status tells nothing about why. */
+  gboolean answer_began = http_status >= 200 && http_status < 300;
 
   if (retry_class == KAGED_RETRY_CLASS_RATE_LIMITED)
     described = _("Rate limited");
+  else if (retry_class == KAGED_RETRY_CLASS_NETWORK && answer_began)
+    described = _("The connection was lost before the reply was complete");
   else
     described = kaged_retry_class_describe (retry_class);
 
   if (described == NULL)
     described = _("The provider failed");
 
-  if (http_status != 0)
+  if (http_status != 0 && !answer_began)
     /* Translators: a failure and its HTTP status, e.g. "The provider is overloaded (HTTP 529)" */
     base = g_strdup_printf (_("%s (HTTP %u)"), described, http_status);
   else

@@ -560,6 +560,43 @@ test_cancel_during_retry_sleep (Fixture       *fixture,
   g_assert_cmpuint (kaged_run_get_attempts (run)->len, ==, 1);
 }
 
+/* While Tier 1 waits, the run says when it tries again, for the window to
+ * count down to. */
+static void
+test_tier1_wait_announced (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  g_autoptr(KagedClock) clock = kaged_fake_clock_new (1764400000000);
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(KagedRun) run = NULL;
+  const KagedAttempt *attempt;
+
+  fixture_use_manager_clock (fixture, clock);
+  g_clear_object (&fixture->retry_clock);
+  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
+  fixture_set_model (fixture, fixture->manager);
+  fixture_set_scenario (fixture,
+                        "[{\"status\": 503, \"headers\": {\"retry-after\": \"5\"}, "
+                        "\"body\": \"Unavailable\"},"
+                        " {\"kind\": \"openai\", \"text\": \"Back again.\"}]");
+
+  receipt = post (fixture, "Hello?");
+  wait_until (fixture, pending_clock, NULL);
+
+  /* The run the manager runs, as the window reads it. */
+  run = kaged_session_manager_get_run (fixture->manager, kaged_session_get_id (fixture->session),
+                                       receipt->run_id, NULL);
+  g_assert_nonnull (run);
+  g_assert_cmpuint (kaged_run_get_attempts (run)->len, ==, 1);
+  attempt = g_ptr_array_index (kaged_run_get_attempts (run), 0);
+  g_assert_cmpint (attempt->wait_ms, ==, 5000);
+  g_assert_cmpint (kaged_run_get_next_attempt_at (run), ==, 1764400000000 + 5000);
+
+  kaged_fake_clock_advance (KAGED_FAKE_CLOCK (fixture->retry_clock), 5000);
+  wait_run (fixture, receipt->run_id);
+  g_assert_cmpint (kaged_run_get_status (run), ==, KAGED_RUN_STATUS_SUCCEEDED);
+}
+
 static void
 test_cancel_queued (Fixture       *fixture,
                     gconstpointer  data)
@@ -696,6 +733,7 @@ main (int   argc,
   ADD ("cancel/during-retry-sleep", test_cancel_during_retry_sleep);
   ADD ("cancel/queued", test_cancel_queued);
   ADD ("run/failure-is-classified", test_failure_is_classified);
+  ADD ("run/tier1-wait-announced", test_tier1_wait_announced);
   ADD ("spend-limit/blocks", test_spend_limit);
 
 #undef ADD

@@ -1354,6 +1354,88 @@ spinner_of (GtkWidget *row)
   return GTK_SPINNER (gtk_widget_get_template_child (row, KAGED_TYPE_MESSAGE_ROW, "status_spinner"));
 }
 
+/* Iterates until the row's status reads @status. */
+static gboolean
+wait_for_status (RowFixture *f,
+                 const char *status)
+{
+  gint64 deadline = g_get_monotonic_time () + kaged_test_usec (10 * G_USEC_PER_SEC);
+
+  for (;;)
+    {
+      g_autofree char *now = row_status (f);
+
+      if (g_strcmp0 (now, status) == 0 && shown_label (GTK_WIDGET (f->row), status) != NULL)
+        return TRUE;
+      if (g_get_monotonic_time () > deadline)
+        return FALSE;
+      g_main_context_iteration (NULL, TRUE);
+    }
+}
+
+/* While Tier 1 waits to try the provider again, the reply says why, and
+ * counts down to the next attempt; then it connects again. */
+static void
+test_row_tier1_wait (RowFixture    *f,
+                     gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (17, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  g_autoptr(KagedAttempt) attempt = kaged_attempt_new ();
+  const char *reason = "The provider is overloaded (HTTP 503) \u2014 the provider asked to wait 3 s";
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 now_ms = g_get_real_time () / 1000;
+
+  kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
+  kaged_run_set_started_at (run, now_ms);
+  kaged_message_row_set_message (f->row, message);
+  kaged_message_row_set_run (f->row, run);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Connecting…"));
+
+  attempt->time = now_ms;
+  attempt->http_status = 503;
+  attempt->error = g_strdup ("Service Unavailable");
+  attempt->retry_class = KAGED_RETRY_CLASS_OVERLOADED;
+  attempt->wait_ms = 3000;
+  attempt->wait_source = g_strdup ("retry-after");
+  kaged_run_add_attempt (run, attempt);
+  kaged_run_set_next_attempt_at (run, now_ms + 3000);
+  iterate ();
+
+  /* Why, and how long. */
+  g_assert_null (shown_label (row, "Connecting…"));
+  g_assert_nonnull (shown_label (row, reason));
+  g_assert_true (wait_for_status (f, "Trying again in 3 s") || wait_for_status (f, "Trying again in 2 s"));
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+
+  /* It counts down, then connects again. */
+  g_assert_true (wait_for_status (f, "Trying again in 1 s"));
+  g_assert_true (wait_for_status (f, "Connecting…"));
+  g_assert_null (shown_label (row, reason));
+
+  /* Another wait; the row that lets go of the run no longer counts down. */
+  kaged_run_add_attempt (run, attempt);
+  kaged_run_set_next_attempt_at (run, g_get_real_time () / 1000 + 3000);
+  iterate ();
+  g_assert_nonnull (shown_label (row, reason));
+  kaged_message_row_set_run (f->row, NULL);
+  iterate ();
+  g_assert_true (wait_for_status (f, "Connecting…"));
+  g_assert_null (shown_label (row, reason));
+
+  /* The words come. */
+  kaged_message_row_set_run (f->row, run);
+  kaged_message_set_content (message, "Hello");
+  iterate ();
+  g_assert_true (wait_for_status (f, "Writing…"));
+  g_assert_null (shown_label (row, reason));
+
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+}
+
 /* The spinner turns while the reply waits for words; while they arrive it
  * rests (they show the reply is being written, and a spinner redraws the
  * window at every frame), and turns again when they stop coming. */
@@ -2271,6 +2353,7 @@ main (int   argc,
   ROW_TEST ("/message-row/statuses", test_row_statuses);
   ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/spinner", test_row_spinner);
+  ROW_TEST ("/message-row/tier1-wait", test_row_tier1_wait);
   ROW_TEST ("/message-row/streaming-interval", test_row_streaming_interval);
   ROW_TEST ("/message-row/streaming-between-frames", test_row_streaming_between_frames);
   g_test_add_func ("/message-row/streaming-window-closed", test_row_streaming_window_closed);

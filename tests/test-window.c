@@ -1094,6 +1094,23 @@ test_no_key (Fixture       *fixture,
   kaged_core_shutdown (core);
 }
 
+/* A provider that asks to wait a moment: the reply says why and counts
+ * down to the next attempt, then the reply comes. */
+static void
+test_tier1_wait (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  send (fixture, "Hello?");
+  g_assert_true (wait_for (fixture, reply_on_screen, "Trying again in"));
+  g_assert_true (wait_for (fixture, reply_on_screen, "(HTTP 503) \u2014 the provider asked to wait 2 s"));
+  g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
+
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+  g_assert_false (reply_on_screen (fixture, "Trying again in"));
+  g_assert_false (reply_on_screen (fixture, "HTTP 503"));
+}
+
 /* First run with the provider down: the reply says the server could not be
  * reached, the banner counts down to the retry, and the conversation shows
  * its retry in the sidebar while another one is shown. */
@@ -1897,6 +1914,10 @@ main (int   argc,
     "```python\\ndef f(x):\\n    return x + 1  # comment\\n```\\n\"},"
     " {\"kind\": \"openai\", \"text\": \"Short.\"}]";
 
+  const char *busy_briefly =
+    "[{\"status\": 503, \"headers\": {\"retry-after\": \"2\"}, \"body\": \"Unavailable\"},"
+    " {\"kind\": \"openai\", \"text\": \"" REPLY "\"}]";
+
   const char *storm_slow =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
@@ -1927,6 +1948,7 @@ main (int   argc,
   ADD_TEST ("/window/provider-unreachable", "unreachable", test_provider_unreachable);
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
+  ADD_TEST ("/window/tier1-wait", busy_briefly, test_tier1_wait);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);

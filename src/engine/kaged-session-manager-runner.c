@@ -191,8 +191,12 @@ _kaged_run_state_attempt_cb (KagedChat          *chat,
   if (attempt->http_status != 0)
     kaged_run_set_http_status (state->run, attempt->http_status);
 
+  /* An attempt that is followed by another logs the wait before it. */
   if (attempt->wait_ms > 0)
-    g_signal_emit (self, _kaged_session_manager_signals [RUN_RETRYING], 0, state->run, attempt);
+    {
+      kaged_run_set_next_attempt_at (state->run, kaged_clock_get_wall_ms (self->clock) + attempt->wait_ms);
+      g_signal_emit (self, _kaged_session_manager_signals [RUN_RETRYING], 0, state->run, attempt);
+    }
 }
 
 /* ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@ struct _KagedRun
   gint64 started_at;
   gint64 finished_at;
   GPtrArray *attempts;
+  gint64 next_attempt_at;
 };
 
 G_DEFINE_FINAL_TYPE (KagedRun, kaged_run, G_TYPE_OBJECT)
@@ -55,6 +56,7 @@ enum {
   PROP_STARTED_AT,
   PROP_FINISHED_AT,
   PROP_ATTEMPTS,
+  PROP_NEXT_ATTEMPT_AT,
   N_PROPS
 };
 
@@ -141,6 +143,10 @@ kaged_run_get_property (GObject    *object,
       g_value_set_boxed (value, self->attempts);
       break;
 
+    case PROP_NEXT_ATTEMPT_AT:
+      g_value_set_int64 (value, self->next_attempt_at);
+      break;
+
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -210,6 +216,10 @@ kaged_run_set_property (GObject      *object,
 
     case PROP_FINISHED_AT:
       kaged_run_set_finished_at (self, g_value_get_int64 (value));
+      break;
+
+    case PROP_NEXT_ATTEMPT_AT:
+      kaged_run_set_next_attempt_at (self, g_value_get_int64 (value));
       break;
 
     default:
@@ -405,6 +415,20 @@ kaged_run_class_init (KagedRunClass *klass)
     g_param_spec_boxed ("attempts", NULL, NULL,
                         G_TYPE_PTR_ARRAY,
                         (G_PARAM_READABLE |
+                         G_PARAM_EXPLICIT_NOTIFY |
+                         G_PARAM_STATIC_STRINGS));
+
+  /**
+   * KagedRun:next-attempt-at:
+   *
+   * While Tier 1 waits to try the provider again, when the next attempt
+   * starts, epoch milliseconds; 0 when none was planned. Not stored: it
+   * matters only while the run lives.
+   */
+  properties [PROP_NEXT_ATTEMPT_AT] =
+    g_param_spec_int64 ("next-attempt-at", NULL, NULL,
+                        0, G_MAXINT64, 0,
+                        (G_PARAM_READWRITE |
                          G_PARAM_EXPLICIT_NOTIFY |
                          G_PARAM_STATIC_STRINGS));
 
@@ -768,6 +792,27 @@ kaged_run_clear_attempts (KagedRun *self)
 
   g_ptr_array_set_size (self->attempts, 0);
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_ATTEMPTS]);
+}
+
+gint64
+kaged_run_get_next_attempt_at (KagedRun *self)
+{
+  g_return_val_if_fail (KAGED_IS_RUN (self), 0);
+
+  return self->next_attempt_at;
+}
+
+void
+kaged_run_set_next_attempt_at (KagedRun *self,
+                               gint64    next_attempt_at)
+{
+  g_return_if_fail (KAGED_IS_RUN (self));
+
+  if (self->next_attempt_at != next_attempt_at)
+    {
+      self->next_attempt_at = next_attempt_at;
+      g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_NEXT_ATTEMPT_AT]);
+    }
 }
 
 /**

@@ -64,6 +64,9 @@ GPtrArray *     kaged_run_get_attempts          (KagedRun *self);
 void            kaged_run_add_attempt           (KagedRun *self,
                                                  const KagedAttempt *attempt);
 void            kaged_run_clear_attempts        (KagedRun *self);
+gint64          kaged_run_get_next_attempt_at   (KagedRun *self);
+void            kaged_run_set_next_attempt_at   (KagedRun *self,
+                                                 gint64 next_attempt_at);
 gboolean        kaged_run_is_finished           (KagedRun *self);
 
 G_END_DECLS

@@ -13,6 +13,8 @@
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
+#include "kaged-retry-snapshot.h"
+#include "kaged-retry-text.h"
 
 #define COPIED_FEEDBACK_SECONDS 2
 #define DESCRIPTION_INTERVAL_MS 500
@@ -60,6 +62,9 @@ struct _KagedMessageRow
   GBindingGroup *message_bindings;
   GSignalGroup *message_signals;
   GSignalGroup *versions_signals;
+  GSignalGroup *run_signals;
+  /* Counts down to the next attempt while Tier 1 waits */
+  guint wait_source;
   guint copied_source;
   guint description_source;
   /* A change of a streaming reply waits for its interval (content_source,
@@ -84,6 +89,7 @@ struct _KagedMessageRow
   GtkLabel *author_label;
   GtkSpinner *status_spinner;
   GtkLabel *status_label;
+  GtkLabel *wait_label;
   AdwBin *bubble;
   GtkLabel *operator_label;
   KagedMarkdownView *markdown_view;
@@ -205,6 +211,39 @@ is_agent (KagedMessageRow *self)
          kaged_message_get_role (self->message) != KAGED_MESSAGE_ROLE_OPERATOR;
 }
 
+/* While Tier 1 waits to try the provider again before the reply's first
+ * words, the attempt that failed; @until is set to when the next one
+ * starts (epoch milliseconds). Otherwise %NULL. */
+static const KagedAttempt *
+find_tier1_wait (KagedMessageRow *self,
+                 gint64          *until)
+{
+  const char *content;
+  GPtrArray *attempts;
+  const KagedAttempt *last;
+  gint64 next;
+
+  if (self->run == NULL || self->message == NULL || !is_agent (self) ||
+      kaged_message_get_status (self->message) != KAGED_MESSAGE_STATUS_STREAMING)
+    return NULL;
+
+  content = kaged_message_get_content (self->message);
+  if (content != NULL && content[0] != '\0')
+    return NULL;
+
+  next = kaged_run_get_next_attempt_at (self->run);
+  attempts = kaged_run_get_attempts (self->run);
+  if (next <= g_get_real_time () / 1000 || attempts == NULL || attempts->len == 0)
+    return NULL;
+
+  last = g_ptr_array_index (attempts, attempts->len - 1);
+  if (last->wait_ms <= 0)
+    return NULL;
+
+  *until = next;
+  return last;
+}
+
 /**
  * kaged_message_row_describe_status:
  *
@@ -233,8 +272,18 @@ kaged_message_row_describe_status (KagedMessageRow *self)
       {
         const char *content = kaged_message_get_content (self->message);
 
-        /* Until the first words arrive, the provider is being reached (and
-         * the request perhaps tried again). */
+        gint64 until = 0;
+
+        /* Until the first words arrive, the provider is being reached, or
+         * Tier 1 waits to try it again. */
+        if (find_tier1_wait (self, &until) != NULL)
+          {
+            gint64 left_ms = until - g_get_real_time () / 1000;
+            g_autofree char *left = kaged_retry_format_duration ((left_ms + 999) / 1000);
+
+            /* Translators: %s is how long until the provider is tried again, e.g. "Trying again in 25 s" */
+            return g_strdup_printf (_("Trying again in %s"), left);
+          }
         if (content == NULL || content[0] == '\0')
           return g_strdup (_("Connecting…"));
         return g_strdup (_("Writing…"));
@@ -259,6 +308,45 @@ set_action_target (GtkButton *button,
                    gint64     id)
 {
   gtk_actionable_set_action_target_value (GTK_ACTIONABLE (button), g_variant_new_int64 (id));
+}
+
+static void update_state (KagedMessageRow *self);
+
+static gboolean
+wait_tick_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->wait_source = 0;
+  update_state (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* While Tier 1 waits, says why, and shows the countdown's next second when
+ * it comes. */
+static void
+update_tier1_wait (KagedMessageRow *self)
+{
+  gint64 until = 0;
+  const KagedAttempt *failed = find_tier1_wait (self, &until);
+
+  g_clear_handle_id (&self->wait_source, g_source_remove);
+  gtk_widget_set_visible (GTK_WIDGET (self->wait_label), failed != NULL);
+  if (failed == NULL)
+    return;
+
+  {
+    gboolean asked = failed->wait_source != NULL &&
+                     !g_str_equal (failed->wait_source, KAGED_RETRY_WAIT_SOURCE_BACKOFF);
+    g_autofree char *reason = kaged_retry_describe_reason (failed->retry_class, failed->http_status,
+                                                           asked ? failed->wait_ms : 0);
+    gint64 left_ms = until - g_get_real_time () / 1000;
+    gint64 to_next_second = left_ms % 1000 != 0 ? left_ms % 1000 : 1000;
+
+    gtk_label_set_label (self->wait_label, reason);
+    self->wait_source = g_timeout_add ((guint) to_next_second + 1, wait_tick_cb, self);
+  }
 }
 
 static void
@@ -306,6 +394,7 @@ update_state (KagedMessageRow *self)
 
   gtk_widget_set_visible (GTK_WIDGET (self->status_label), status != NULL);
   gtk_label_set_label (self->status_label, status != NULL ? status : "");
+  update_tier1_wait (self);
 
   gtk_widget_set_visible (GTK_WIDGET (self->status_spinner),
                           agent && message_status == KAGED_MESSAGE_STATUS_STREAMING);
@@ -882,6 +971,7 @@ kaged_message_row_dispose (GObject *object)
   g_clear_handle_id (&self->description_source, g_source_remove);
   forget_pending_content (self);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
+  g_clear_handle_id (&self->wait_source, g_source_remove);
   forget_update_clock (self);
 
   if (self->message_bindings != NULL)
@@ -890,6 +980,9 @@ kaged_message_row_dispose (GObject *object)
     g_signal_group_set_target (self->message_signals, NULL);
   if (self->versions_signals != NULL)
     g_signal_group_set_target (self->versions_signals, NULL);
+  if (self->run_signals != NULL)
+    g_signal_group_set_target (self->run_signals, NULL);
+  g_clear_object (&self->run_signals);
   g_clear_object (&self->message_bindings);
   g_clear_object (&self->message_signals);
   g_clear_object (&self->versions_signals);
@@ -1131,6 +1224,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, author_label);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, status_spinner);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, status_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, wait_label);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, bubble);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, operator_label);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, markdown_view);
@@ -1193,6 +1287,13 @@ kaged_message_row_init (KagedMessageRow *self)
   self->versions_signals = g_signal_group_new (G_TYPE_LIST_MODEL);
   g_signal_group_connect_swapped (self->versions_signals, "items-changed",
                                   G_CALLBACK (update_pager), self);
+
+  /* Tier 1's waits before the first words */
+  self->run_signals = g_signal_group_new (KAGED_TYPE_RUN);
+  g_signal_group_connect_swapped (self->run_signals, "notify::next-attempt-at",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->run_signals, "notify::attempts",
+                                  G_CALLBACK (update_state), self);
 
   update_state (self);
   update_description (self);
@@ -1302,8 +1403,12 @@ kaged_message_row_set_run (KagedMessageRow *self,
   g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
   g_return_if_fail (run == NULL || KAGED_IS_RUN (run));
 
-  if (g_set_object (&self->run, run))
-    g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_RUN]);
+  if (!g_set_object (&self->run, run))
+    return;
+
+  g_signal_group_set_target (self->run_signals, run);
+  update_state (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_RUN]);
 }
 
 const char *

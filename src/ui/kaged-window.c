@@ -776,7 +776,7 @@ static const char * const conversation_icons[] = {
   "document-edit-symbolic",
   "edit-copy-symbolic",
   "view-refresh-symbolic",
-  "dialog-information-symbolic",
+  "help-about-symbolic",
   "dialog-warning-symbolic",
   "go-previous-symbolic",
   "go-next-symbolic",

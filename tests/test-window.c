@@ -1094,6 +1094,57 @@ test_no_key (Fixture       *fixture,
   kaged_core_shutdown (core);
 }
 
+static const char *
+empty_page_says (Fixture *fixture)
+{
+  return adw_status_page_get_description (child (fixture, "empty_page"));
+}
+
+/* The first page names where replies will come from: the provider the
+ * window was given, whichever it is. */
+static void
+test_empty_names_provider (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  g_autoptr(KagedCore) core = NULL;
+  g_autoptr(KagedProfile) remote = NULL;
+  g_autoptr(KagedProfile) ollama = NULL;
+
+  core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_NONE);
+  remote = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_OPENAI,
+                              "http://127.0.0.1:9/v1", "demo");
+  kaged_profile_set_id (remote, "work");
+  kaged_core_set_profile (core, remote);
+  kaged_core_start (core);
+  kaged_window_set_core (fixture->window, core);
+
+  g_assert_nonnull (strstr (empty_page_says (fixture), "Replies come from Work, with the model demo."));
+  g_assert_null (strstr (empty_page_says (fixture), "Ollama"));
+
+  /* One from the command line (it has no id) says where it is. */
+  kaged_profile_set_id (remote, NULL);
+  kaged_core_set_profile (core, NULL);
+  kaged_core_set_profile (core, remote);
+  g_assert_nonnull (strstr (empty_page_says (fixture),
+                            "Replies come from the server at http://127.0.0.1:9/v1, given on the "
+                            "command line, with the model demo."));
+
+  /* A local Ollama is called so. */
+  ollama = kaged_profile_new ("Default", KAGED_PROVIDER_KIND_OLLAMA,
+                              "http://localhost:11434", "llama3.2");
+  kaged_core_set_profile (core, ollama);
+  g_assert_nonnull (strstr (empty_page_says (fixture),
+                            "Replies come from Ollama on this computer, with the model llama3.2."));
+
+  /* Without a usable provider, what to do about it. */
+  kaged_core_set_profile (core, NULL);
+  g_assert_nonnull (strstr (empty_page_says (fixture), "choose one in Preferences"));
+  g_assert_null (strstr (empty_page_says (fixture), "Replies come from"));
+
+  kaged_window_set_core (fixture->window, fixture->core);
+  kaged_core_shutdown (core);
+}
+
 /* A provider that asks to wait a moment: the reply says why and counts
  * down to the next attempt, then the reply comes. */
 static void
@@ -1949,6 +2000,7 @@ main (int   argc,
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/tier1-wait", busy_briefly, test_tier1_wait);
+  ADD_TEST ("/window/empty-names-provider", reply, test_empty_names_provider);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);

@@ -144,6 +144,40 @@ describe_unusable (KagedWindow *self)
   return NULL;
 }
 
+/* The first page says what to do, and where replies will come from. */
+static void
+update_empty_page (KagedWindow *self,
+                   const char  *unusable)
+{
+  KagedProfile *profile = self->core != NULL ? kaged_core_get_profile (self->core) : NULL;
+  g_autofree char *source = NULL;
+  g_autofree char *description = NULL;
+
+  if (unusable != NULL)
+    /* Translators: %s says why no message can be sent yet, e.g. "No provider is set up: choose one in Preferences" */
+    source = g_strdup_printf (_("%s."), unusable);
+  else if (kaged_profile_get_kind (profile) == KAGED_PROVIDER_KIND_OLLAMA &&
+           kaged_url_is_local (kaged_profile_get_base_url (profile)))
+    /* Translators: %s is the name of a model, e.g. "llama3.2" */
+    source = g_strdup_printf (_("Replies come from Ollama on this computer, with the model %s."),
+                              kaged_profile_get_model (profile));
+  else if (kaged_profile_get_id (profile) == NULL || kaged_profile_get_id (profile)[0] == '\0')
+    /* A provider given on the command line, for this run: where it is. */
+    /* Translators: the first %s is a server's address, the second a model's name */
+    source = g_strdup_printf (_("Replies come from the server at %s, given on the command line, with the model %s."),
+                              kaged_profile_get_base_url (profile), kaged_profile_get_model (profile));
+  else
+    /* Translators: the first %s is the name of a provider profile, the second a model's */
+    source = g_strdup_printf (_("Replies come from %s, with the model %s."),
+                              kaged_profile_get_name (profile), kaged_profile_get_model (profile));
+
+  /* Translators: %s says where replies come from, e.g. "Replies come from Ollama on this computer, with the model llama3.2." */
+  description = g_strdup_printf (_("Write a message below and press Enter. %s "
+                                   "When the provider stumbles, Kaged retries and tells you why it is waiting."),
+                                 source);
+  adw_status_page_set_description (self->empty_page, description);
+}
+
 static void
 update_composer (KagedWindow *self)
 {
@@ -156,6 +190,7 @@ update_composer (KagedWindow *self)
 
   kaged_composer_set_running (self->composer, running);
   kaged_composer_set_disabled_reason (self->composer, unusable);
+  update_empty_page (self, unusable);
 }
 
 static void

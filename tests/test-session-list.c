@@ -265,10 +265,15 @@ test_rename (Fixture       *fixture,
   g_assert_no_error (error);
   g_assert_true (kaged_session_list_lookup (list, kaged_session_get_id (a)) == session);
   g_assert_cmpstr (kaged_session_get_title (session), ==, "Groceries");
-  g_assert_cmpint (id_at (G_LIST_MODEL (list), 0), ==, kaged_session_get_id (a));
   stored = kaged_store_get_session (fixture->store, kaged_session_get_id (a), &error);
   g_assert_no_error (error);
   g_assert_cmpstr (kaged_session_get_title (stored), ==, "Groceries");
+
+  /* A new name is not news: the conversation keeps its place, which its
+   * last message gave it. */
+  g_assert_cmpint (id_at (G_LIST_MODEL (list), 0), ==, kaged_session_get_id (b));
+  g_assert_cmpint (id_at (G_LIST_MODEL (list), 1), ==, kaged_session_get_id (a));
+  g_assert_cmpint (kaged_session_get_updated_at (stored), ==, kaged_session_get_updated_at (a));
 
   g_assert_false (kaged_session_list_rename (list, kaged_session_get_id (a), "   ", &error));
   g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_EMPTY_CONTENT);

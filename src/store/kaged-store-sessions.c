@@ -102,7 +102,6 @@ kaged_store_rename_session (KagedStore  *self,
   return stmt != NULL &&
          _kaged_store_bind_int64 (self, stmt, 1, session_id, error) &&
          _kaged_store_bind_text (self, stmt, 2, title != NULL ? title : "", error) &&
-         _kaged_store_bind_int64 (self, stmt, 3, _kaged_store_now_ms (self), error) &&
          _kaged_store_step_done (self, stmt, error) &&
          _kaged_store_expect_changed (self, MISSING_SESSION, session_id, error);
 }

@@ -60,7 +60,7 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
   [STMT_SESSION_LIST] =
     "SELECT " SESSION_COLUMNS "FROM sessions ORDER BY updated_at DESC, id DESC",
   [STMT_SESSION_RENAME] =
-    "UPDATE sessions SET title = ?2, updated_at = max (updated_at, ?3) WHERE id = ?1",
+    "UPDATE sessions SET title = ?2 WHERE id = ?1",
   [STMT_SESSION_TOUCH] =
     "UPDATE sessions SET updated_at = max (updated_at, ?2) WHERE id = ?1",
   [STMT_SESSION_DELETE] =

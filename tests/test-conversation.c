@@ -699,6 +699,58 @@ test_find_position (Fixture       *fixture,
   g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
 }
 
+/* The pager reads versions: a superseded one without a word of text (a
+ * failure before the reply began, a retry that failed again) has nothing
+ * to read and is left out. The engine keeps and lists them all. */
+static void
+test_versions_skip_empty (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = open_conversation (fixture);
+  g_autoptr(KagedReceipt) q1 = NULL;
+  g_autoptr(KagedReceipt) good = NULL;
+  g_autoptr(KagedReceipt) bad = NULL;
+  g_autoptr(GPtrArray) versions = NULL;
+  g_autoptr(GPtrArray) all = NULL;
+  g_autoptr(GError) error = NULL;
+  GListModel *model = G_LIST_MODEL (conversation);
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  g_autoptr(KagedMessage) current = NULL;
+
+  set_scenario (fixture,
+                "[{\"status\": 400, \"body\": {\"error\": {\"message\": \"Bad request\"}}},"
+                " {\"kind\": \"openai\", \"text\": \"A1\"},"
+                " {\"status\": 400, \"body\": {\"error\": {\"message\": \"Bad request\"}}}]");
+
+  q1 = post (fixture, "Q1");
+  wait_run (fixture, q1->run_id);
+  good = kaged_session_manager_regenerate (fixture->manager, session_id, q1->message_id, &error);
+  g_assert_no_error (error);
+  wait_run (fixture, good->run_id);
+
+  versions = kaged_conversation_list_versions (conversation, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 1);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (versions, 0)), ==, "A1");
+  g_clear_pointer (&versions, g_ptr_array_unref);
+
+  /* The version shown is listed even without text. */
+  bad = kaged_session_manager_regenerate (fixture->manager, session_id, q1->message_id, &error);
+  g_assert_no_error (error);
+  wait_run (fixture, bad->run_id);
+  current = g_list_model_get_item (model, g_list_model_get_n_items (model) - 1);
+  g_assert_cmpint (kaged_message_get_status (current), ==, KAGED_MESSAGE_STATUS_FAILED);
+  versions = kaged_conversation_list_versions (conversation, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 2);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (versions, 0)), ==, "A1");
+  g_assert_true (g_ptr_array_index (versions, 1) == current);
+
+  all = kaged_session_manager_list_versions (fixture->manager, session_id, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (all->len, ==, 3);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -713,6 +765,7 @@ main (int   argc,
   ADD ("delta-in-place", test_delta_in_place);
   ADD ("open-while-streaming", test_open_while_streaming);
   ADD ("regenerate", test_regenerate);
+  ADD ("versions-skip-empty", test_versions_skip_empty);
   ADD ("lazy-paging", test_lazy_paging);
   ADD ("find-position", test_find_position);
 

@@ -702,8 +702,11 @@ kaged_conversation_get_session_id (KagedConversation *self)
  * kaged_conversation_list_versions:
  * @anchor_id: an operator message of the session
  *
- * Lists every version of the reply to @anchor_id, for the window's
+ * Lists the versions of the reply to @anchor_id, for the window's
  * `‹ 2/3 ›` pager. The current version is the same object as the list's.
+ * Earlier versions without a word of text — a failure before the reply
+ * began, a retry that failed again — have nothing to read and are left
+ * out; kaged_session_manager_list_versions() lists them all.
  *
  * Returns: (transfer full) (element-type KagedMessage): the replies, oldest
  *   first, the current one last, or %NULL with @error set
@@ -726,9 +729,13 @@ kaged_conversation_list_versions (KagedConversation  *self,
   objects = g_ptr_array_new_full (versions->len, g_object_unref);
   for (guint i = 0; i < versions->len; i++)
     {
-      KagedMessage *message = g_object_ref (g_ptr_array_index (versions, i));
+      KagedMessage *message = g_ptr_array_index (versions, i);
+      const char *content = kaged_message_get_content (message);
 
-      g_ptr_array_add (objects, g_object_ref (adopt (self, message)));
+      if (i + 1 < versions->len && (content == NULL || content[0] == '\0'))
+        continue;
+
+      g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (message))));
     }
 
   return objects;

@@ -206,8 +206,14 @@ test_markup (void)
                                                        KAGED_STORE_MATCH_END " e");
   g_autofree char *plain = kaged_store_search_markup ("plain");
 
+  /* A snippet reads as one line: the breaks between paragraphs and runs
+   * of spaces are one space. */
+  g_autofree char *paragraphs = kaged_store_search_markup ("…end.\n\n  Next " KAGED_STORE_MATCH_START
+                                                           "word" KAGED_STORE_MATCH_END "\t\tand\r\nmore\n");
+
   g_assert_cmpstr (markup, ==, "a &lt;b&gt; &amp; <b>c&lt;d</b> e");
   g_assert_cmpstr (plain, ==, "plain");
+  g_assert_cmpstr (paragraphs, ==, "…end. Next <b>word</b> and more");
 }
 
 /* Makes @path a database of an older schema from the fixture @name, then

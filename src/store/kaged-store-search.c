@@ -260,15 +260,28 @@ kaged_store_search (KagedStore  *self,
  * @text: the text of a #KagedStoreSearchHit
  *
  * Returns: (transfer full): @text as Pango markup: escaped, with each
- *   matched word in bold
+ *   matched word in bold, on one line (each run of spaces and line breaks
+ *   is one space)
  */
 char *
 kaged_store_search_markup (const char *text)
 {
   GString *markup = g_string_new (NULL);
-  const char *p = text;
+  g_autoptr(GString) line = g_string_new (NULL);
+  const char *p;
 
   g_return_val_if_fail (text != NULL, NULL);
+
+  for (p = text; *p != '\0'; p++)
+    {
+      if (!g_ascii_isspace (*p))
+        g_string_append_c (line, *p);
+      else if (line->len > 0 && line->str[line->len - 1] != ' ')
+        g_string_append_c (line, ' ');
+    }
+  if (line->len > 0 && line->str[line->len - 1] == ' ')
+    g_string_truncate (line, line->len - 1);
+  p = line->str;
 
   while (*p != '\0')
     {

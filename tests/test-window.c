@@ -1596,10 +1596,11 @@ test_search (Fixture       *fixture,
 #define MARKED_POSITION 7
 
 /* Writes a conversation of @n messages straight to the store, message
- * MARKED_POSITION with a word no other has, and returns the session. */
+ * @marked with a word no other has, and returns the session. */
 static gint64
 fill_conversation (Fixture *fixture,
                    guint    n,
+                   guint    marked,
                    gint64  *marked_id)
 {
   g_autoptr(GError) error = NULL;
@@ -1619,7 +1620,7 @@ fill_conversation (Fixture *fixture,
       text = g_strdup_printf ("Message %u%s. Some prose to give the row a few lines: the provider "
                               "streams a reply in small pieces and the window shows each piece "
                               "as it comes, with *emphasis* and `code` too.",
-                              i, i == MARKED_POSITION ? " about zanzibar" : "");
+                              i, i == marked ? " about zanzibar" : "");
       kaged_message_set_session_id (message, session_id);
       kaged_message_set_content (message, text);
       if (i % 2 == 0)
@@ -1634,7 +1635,7 @@ fill_conversation (Fixture *fixture,
         }
       g_assert_true (kaged_store_append_message (fixture->store, message, &error));
       g_assert_no_error (error);
-      if (i == MARKED_POSITION && marked_id != NULL)
+      if (i == marked && marked_id != NULL)
         *marked_id = kaged_message_get_id (message);
 
       if (i % 2 == 0)
@@ -1749,7 +1750,7 @@ static void
 test_long_conversation_opens_at_end (Fixture       *fixture,
                                      gconstpointer  data)
 {
-  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, NULL);
+  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, MARKED_POSITION, NULL);
   gint64 last_id = last_message_id (fixture, session_id);
   KagedConversation *conversation;
 
@@ -1778,7 +1779,7 @@ static void
 test_long_conversation_rests (Fixture       *fixture,
                               gconstpointer  data)
 {
-  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, NULL);
+  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, MARKED_POSITION, NULL);
   gint64 last_id = last_message_id (fixture, session_id);
   GdkFrameClock *clock;
   guint n_frames = 0;
@@ -1868,7 +1869,7 @@ test_long_conversation_scrolls_back (Fixture       *fixture,
   GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (child (fixture, "scroller"));
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) first = NULL;
-  gint64 session_id = fill_conversation (fixture, 400, NULL);
+  gint64 session_id = fill_conversation (fixture, 400, MARKED_POSITION, NULL);
   gint64 last_id = last_message_id (fixture, session_id);
   gint64 first_id;
   guint steps = 0;
@@ -1913,15 +1914,17 @@ row_in_view (Fixture       *fixture,
 }
 
 /* A search result in a message opens the conversation scrolled to it,
- * however far back it stands. */
+ * however far back it stands: in a long conversation, far back; in a short
+ * one, among the messages a conversation opens with. */
 static void
-test_search_opens_at_match (Fixture       *fixture,
-                            gconstpointer  data)
+search_opens_at_match (Fixture *fixture,
+                       guint    n,
+                       guint    marked)
 {
   GtkEditable *entry = child (fixture, "search_entry");
   GtkWidget *results = child (fixture, "results_view");
   gint64 marked_id = 0;
-  gint64 session_id = fill_conversation (fixture, LONG_CONVERSATION, &marked_id);
+  gint64 session_id = fill_conversation (fixture, n, marked, &marked_id);
   GtkWidget *row;
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
@@ -1936,6 +1939,20 @@ test_search_opens_at_match (Fixture       *fixture,
   settle (300);
   g_assert_true (row_in_view (fixture, GSIZE_TO_POINTER (marked_id)));
   g_assert_cmpuint (_kaged_conversation_get_n_loaded (shown_conversation (fixture)), <=, 256);
+}
+
+static void
+test_search_opens_at_match (Fixture       *fixture,
+                            gconstpointer  data)
+{
+  search_opens_at_match (fixture, LONG_CONVERSATION, MARKED_POSITION);
+}
+
+static void
+test_search_opens_at_recent_match (Fixture       *fixture,
+                                   gconstpointer  data)
+{
+  search_opens_at_match (fixture, 40, 35);
 }
 
 int
@@ -2008,6 +2025,7 @@ main (int   argc,
   ADD_TEST ("/window/long-conversation-rests", reply, test_long_conversation_rests);
   ADD_TEST ("/window/layout-restyles-no-page", reply, test_layout_restyles_no_page);
   ADD_TEST ("/window/search-opens-at-match", reply, test_search_opens_at_match);
+  ADD_TEST ("/window/search-opens-at-recent-match", reply, test_search_opens_at_recent_match);
   ADD_TEST ("/window/auth-failed-offers-preferences", unauthorized, test_auth_failed_offers_preferences);
   ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);
   ADD_TEST ("/window/keyboard/reaches-banner", "unreachable", test_keyboard_reaches_banner);

@@ -458,8 +458,10 @@ kaged_list_span_show_tail (KagedListSpan *self)
  * @before: how many items before it to show
  * @after: how many items after it to show
  *
- * Makes the span show @position with some items around it, moving the
- * span there unless it holds @position already.
+ * Makes the span start @before items above @position (fewer at the start
+ * of the model), and hold up to @after items after it: the span moves
+ * even when it holds @position already, so that the item shown first is
+ * the one above @position.
  *
  * Returns: where @position stands in the span
  */
@@ -475,9 +477,6 @@ kaged_list_span_show_around (KagedListSpan *self,
   g_return_val_if_fail (KAGED_IS_LIST_SPAN (self), 0);
 
   position = MIN (position, self->n_model > 0 ? self->n_model - 1 : 0);
-  if (position >= self->start && position < self->end)
-    return position - self->start;
-
   start = position - MIN (before, position);
   end = MIN (self->n_model, position + 1 + after);
   replace (self, start, end);

@@ -23,6 +23,7 @@
 #include "kaged-desktop.h"
 #include "kaged-fake-server.h"
 #include "kaged-message-row.h"
+#include "kaged-model-chooser.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-session-row.h"
@@ -1249,7 +1250,7 @@ test_narrow (Fixture       *fixture,
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
 
-  /* A wide window keeps room for the model's name (16 characters and more). */
+  /* A wide window keeps room for the model's name (20 characters and more). */
   for (guint i = 0; i < 20; i++)
     g_main_context_iteration (NULL, FALSE);
   g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
@@ -1955,6 +1956,30 @@ test_search_opens_at_recent_match (Fixture       *fixture,
   search_opens_at_match (fixture, 40, 35);
 }
 
+/* In a window of the usual size, the model button reads a provider given
+ * on the command line and its model whole, beside a conversation's title. */
+static void
+test_model_button_whole (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(KagedProfile) profile = NULL;
+  GtkWidget *chooser = child (fixture, "model_chooser");
+  GtkLabel *label = GTK_LABEL (gtk_widget_get_template_child (chooser, KAGED_TYPE_MODEL_CHOOSER,
+                                                              "button_label"));
+
+  profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI,
+                               kaged_fake_server_get_url (fixture->server), "demo");
+  kaged_profile_set_id (profile, NULL);
+  kaged_core_set_profile (fixture->core, profile);
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 960, 680);
+  send (fixture, "How do I keep only the even numbers of a list in Python?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  settle (300);
+
+  g_assert_cmpstr (gtk_label_get_label (label), ==, "Command Line \u00b7 demo");
+  g_assert_false (pango_layout_is_ellipsized (gtk_label_get_layout (label)));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -2017,6 +2042,7 @@ main (int   argc,
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/tier1-wait", busy_briefly, test_tier1_wait);
+  ADD_TEST ("/window/model-button-whole", reply, test_model_button_whole);
   ADD_TEST ("/window/empty-names-provider", reply, test_empty_names_provider);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);

@@ -688,7 +688,7 @@ kaged_model_chooser_get_label (KagedModelChooser *self)
  *
  * In a narrow header the button reads the model alone and gives up its
  * room first, down to a few letters; otherwise it reads the profile and the
- * model and keeps room for 16 characters.
+ * model and keeps room for 20 characters.
  */
 void
 kaged_model_chooser_set_narrow (KagedModelChooser *self,
@@ -701,6 +701,6 @@ kaged_model_chooser_set_narrow (KagedModelChooser *self,
     return;
 
   self->narrow = narrow;
-  gtk_label_set_width_chars (self->button_label, narrow ? 4 : 16);
+  gtk_label_set_width_chars (self->button_label, narrow ? 4 : 20);
   update_label (self);
 }

@@ -640,7 +640,7 @@ new_conversation_action (GtkWidget  *widget,
 
 /* Below this width the model button's label gives up its room first, so
  * that the conversation's header fits a phone. It is the header's widest
- * form (about 430 px) with some margin: at this width or more the wide
+ * form (about 470 px) with some margin: at this width or more the wide
  * header always fits, so the choice cannot change the width it is made on. */
 #define NARROW_HEADER_WIDTH 500
 

@@ -39,6 +39,15 @@ fixture_use_manager_clock (Fixture    *fixture,
   g_signal_connect (fixture->manager, "run-changed", G_CALLBACK (on_run_changed), fixture);
 }
 
+/* Tier 1 sleeps on a clock the test moves on. */
+static void
+fixture_use_fake_retry_clock (Fixture *fixture)
+{
+  g_clear_object (&fixture->retry_clock);
+  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
+  fixture_set_model (fixture, fixture->manager);
+}
+
 static void
 test_post_streams_reply (Fixture       *fixture,
                          gconstpointer  data)
@@ -531,9 +540,7 @@ test_cancel_during_retry_sleep (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedRun) run = NULL;
 
-  g_clear_object (&fixture->retry_clock);
-  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
-  fixture_set_model (fixture, fixture->manager);
+  fixture_use_fake_retry_clock (fixture);
 
   fixture_set_scenario (fixture, "[{\"status\": 503, \"body\": {\"error\": {\"message\": "
                                  "\"Service unavailable\", \"type\": \"server_error\"}}}]");
@@ -572,9 +579,7 @@ test_tier1_wait_announced (Fixture       *fixture,
   const KagedAttempt *attempt;
 
   fixture_use_manager_clock (fixture, clock);
-  g_clear_object (&fixture->retry_clock);
-  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
-  fixture_set_model (fixture, fixture->manager);
+  fixture_use_fake_retry_clock (fixture);
   fixture_set_scenario (fixture,
                         "[{\"status\": 503, \"headers\": {\"retry-after\": \"5\"}, "
                         "\"body\": \"Unavailable\"},"
@@ -634,9 +639,7 @@ test_failure_is_classified (Fixture       *fixture,
   g_autoptr(KagedRun) run = NULL;
   g_autoptr(KagedMessage) reply = NULL;
 
-  g_clear_object (&fixture->retry_clock);
-  fixture->retry_clock = kaged_fake_clock_new (1764400000000);
-  fixture_set_model (fixture, fixture->manager);
+  fixture_use_fake_retry_clock (fixture);
 
   fixture_set_scenario (fixture,
                         "[{\"status\": 529, \"headers\": {\"request-id\": \"req_529\"}, "

@@ -1054,6 +1054,22 @@ test_no_model (Fixture       *fixture,
   g_assert_null (kaged_composer_get_disabled_reason (fixture->composer));
 }
 
+/* Gives the window a core of its own on the fixture's store, started
+ * with @profile; the test gives the window the fixture's back. */
+static KagedCore *
+show_with_core (Fixture        *fixture,
+                KagedCoreFlags  flags,
+                KagedProfile   *profile)
+{
+  KagedCore *core = kaged_core_new (fixture->store, NULL, NULL, NULL, flags);
+
+  kaged_core_set_profile (core, profile);
+  kaged_core_start (core);
+  kaged_window_set_core (fixture->window, core);
+
+  return core;
+}
+
 /* A provider that needs a key, which is to come from an environment
  * variable (`--api-key-env`, no keyring) that is not set: nothing can be
  * sent, and the composer names the variable. */
@@ -1066,13 +1082,10 @@ test_no_key (Fixture       *fixture,
   g_autoptr(KagedProfile) local = NULL;
 
   g_unsetenv ("KAGED_TEST_WINDOW_KEY");
-  core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_NO_KEYRING);
   profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_ANTHROPIC,
                                "http://127.0.0.1:9", "claude-test");
   kaged_profile_set_api_key_env (profile, "KAGED_TEST_WINDOW_KEY");
-  kaged_core_set_profile (core, profile);
-  kaged_core_start (core);
-  kaged_window_set_core (fixture->window, core);
+  core = show_with_core (fixture, KAGED_CORE_FLAGS_NO_KEYRING, profile);
 
   g_assert_true (wait_for (fixture, composer_says, "KAGED_TEST_WINDOW_KEY"));
   assert_send_refused (fixture);
@@ -1111,13 +1124,10 @@ test_empty_names_provider (Fixture       *fixture,
   g_autoptr(KagedProfile) remote = NULL;
   g_autoptr(KagedProfile) ollama = NULL;
 
-  core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_NONE);
   remote = kaged_profile_new ("Work", KAGED_PROVIDER_KIND_OPENAI,
                               "http://127.0.0.1:9/v1", "demo");
   kaged_profile_set_id (remote, "work");
-  kaged_core_set_profile (core, remote);
-  kaged_core_start (core);
-  kaged_window_set_core (fixture->window, core);
+  core = show_with_core (fixture, KAGED_CORE_FLAGS_NONE, remote);
 
   g_assert_nonnull (strstr (empty_page_says (fixture), "Replies come from Work, with the model demo."));
   g_assert_null (strstr (empty_page_says (fixture), "Ollama"));

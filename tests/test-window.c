@@ -224,6 +224,16 @@ wait_for (Fixture       *fixture,
   return condition (fixture, data);
 }
 
+/* Lets the window lay out and paint for @ms milliseconds. */
+static void
+settle (guint ms)
+{
+  gint64 until = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < until)
+    g_main_context_iteration (NULL, FALSE);
+}
+
 static gboolean
 code_blocks_warmed_up (Fixture       *fixture,
                        gconstpointer  data)
@@ -1462,6 +1472,20 @@ test_rename (Fixture       *fixture,
     gtk_menu_button_popup (menu_button);
     g_assert_true (gtk_menu_button_get_menu_model (menu_button) == menu);
     gtk_menu_button_popdown (menu_button);
+
+    /* Rename… as the menu does it: the action, then the menu closes and
+     * gives the focus back to its button. The entry stays open. */
+    gtk_menu_button_popup (menu_button);
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.rename", NULL));
+    gtk_menu_button_popdown (menu_button);
+    settle (200);
+    g_assert_true (gtk_widget_is_visible (entry));
+    g_assert_true (gtk_widget_is_focus (gtk_widget_get_first_child (entry)) ||
+                   gtk_widget_is_focus (entry) ||
+                   gtk_widget_get_focus_child (entry) != NULL);
+    gtk_editable_set_text (GTK_EDITABLE (entry), "Blue skies");
+    g_signal_emit_by_name (entry, "activate");
+    g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (row)), ==, "Blue skies");
   }
 }
 
@@ -1701,16 +1725,6 @@ n_bound_rows (Fixture *fixture)
     }
 
   return n;
-}
-
-/* Lets the window lay out and paint for @ms milliseconds. */
-static void
-settle (guint ms)
-{
-  gint64 until = g_get_monotonic_time () + ms * 1000;
-
-  while (g_get_monotonic_time () < until)
-    g_main_context_iteration (NULL, FALSE);
 }
 
 /* Where the top of the row of @message_id stands in the viewport, or

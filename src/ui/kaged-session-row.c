@@ -21,6 +21,9 @@ struct _KagedSessionRow
   GBindingGroup         *session_bindings;
   GSignalGroup          *scheduler_signals;
   gulong                 scheduler_added_id;
+  /* Rename… from the menu: the menu, closing, may give the focus back to
+   * its button once the entry has it */
+  gboolean               menu_rename;
 
   /* Template children */
   GtkStack              *title_stack;
@@ -155,6 +158,9 @@ entry_key_pressed_cb (GtkEventControllerKey *controller,
                       GdkModifierType        state,
                       KagedSessionRow       *self)
 {
+  /* Typing: whatever takes the focus now ends the rename. */
+  self->menu_rename = FALSE;
+
   if (keyval != GDK_KEY_Escape)
     return FALSE;
 
@@ -163,18 +169,68 @@ entry_key_pressed_cb (GtkEventControllerKey *controller,
   return TRUE;
 }
 
+static gboolean
+refocus_entry_cb (gpointer user_data)
+{
+  KagedSessionRow *self = user_data;
+
+  if (self->title_stack != NULL &&
+      g_strcmp0 (gtk_stack_get_visible_child_name (self->title_stack), "entry") == 0)
+    gtk_widget_grab_focus (GTK_WIDGET (self->title_entry));
+
+  return G_SOURCE_REMOVE;
+}
+
 static void
 entry_focus_leave_cb (KagedSessionRow *self)
 {
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
+  GtkWidget *focus = root != NULL ? gtk_root_get_focus (root) : NULL;
+
+  /* Still in the entry (its text takes the focus it is given). */
+  if (focus != NULL && gtk_widget_is_ancestor (focus, GTK_WIDGET (self->title_entry)))
+    return;
+
+  /* The closing menu took the focus, or gave it back to its button: the
+   * entry that Rename… opened takes it again, once. */
+  if (self->menu_rename &&
+      (focus == NULL || focus == GTK_WIDGET (self->menu_button) ||
+       gtk_widget_is_ancestor (focus, GTK_WIDGET (self->menu_button))))
+    {
+      self->menu_rename = FALSE;
+      g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, refocus_entry_cb, g_object_ref (self), g_object_unref);
+      return;
+    }
+
+  self->menu_rename = FALSE;
   finish_rename (self, TRUE);
 }
 
+static gboolean
+start_rename_cb (gpointer user_data)
+{
+  kaged_session_row_start_rename (user_data);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* From the row's menu: closing, the menu gives the focus back to its
+ * button, which would take it from the entry and end the rename at once.
+ * The entry opens once the menu has closed, and takes the focus back if
+ * the menu's button gets it later still (as under X11). */
 static void
 rename_action (GtkWidget  *widget,
                const char *action_name,
                GVariant   *parameter)
 {
-  kaged_session_row_start_rename (KAGED_SESSION_ROW (widget));
+  KagedSessionRow *self = KAGED_SESSION_ROW (widget);
+  GtkPopover *menu = gtk_menu_button_get_popover (self->menu_button);
+
+  self->menu_rename = TRUE;
+  if (menu != NULL && gtk_widget_get_visible (GTK_WIDGET (menu)))
+    g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, start_rename_cb, g_object_ref (self), g_object_unref);
+  else
+    kaged_session_row_start_rename (self);
 }
 
 static void

@@ -1790,6 +1790,48 @@ test_long_conversation_opens_at_end (Fixture       *fixture,
   g_assert_cmpuint (n_bound_rows (fixture), <=, 64);
 }
 
+/* The position of @session_id in the sidebar. */
+static guint
+sidebar_position (Fixture *fixture,
+                  gint64   session_id)
+{
+  GListModel *model = G_LIST_MODEL (gtk_list_view_get_model (child (fixture, "session_view")));
+
+  for (guint i = 0; i < g_list_model_get_n_items (model); i++)
+    {
+      g_autoptr(KagedSession) session = g_list_model_get_item (model, i);
+
+      if (kaged_session_get_id (session) == session_id)
+        return i;
+    }
+  g_assert_not_reached ();
+}
+
+/* Chosen in the sidebar, a conversation of a few screens opens at its end,
+ * as does the one shown before when chosen again. */
+static void
+test_conversation_opens_at_end (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  gint64 first = fill_conversation (fixture, 16, G_MAXUINT, NULL);
+  gint64 second = fill_conversation (fixture, 16, G_MAXUINT, NULL);
+  GtkWidget *sessions = child (fixture, "session_view");
+
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 960, 680);
+  g_signal_emit_by_name (sessions, "activate", sidebar_position (fixture, second));
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+  g_assert_true (wait_for (fixture, at_end, GSIZE_TO_POINTER (last_message_id (fixture, second))));
+  settle (300);
+  g_assert_true (at_end (fixture, GSIZE_TO_POINTER (last_message_id (fixture, second))));
+
+  g_signal_emit_by_name (sessions, "activate", sidebar_position (fixture, first));
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, first);
+  g_assert_true (wait_for (fixture, at_end, GSIZE_TO_POINTER (last_message_id (fixture, first))));
+  settle (300);
+  g_assert_true (at_end (fixture, GSIZE_TO_POINTER (last_message_id (fixture, first))));
+  g_assert_false (gtk_revealer_get_reveal_child (child (fixture, "jump_revealer")));
+}
+
 static void
 count_frame_cb (GdkFrameClock *clock,
                 guint         *n_frames)
@@ -2066,6 +2108,7 @@ main (int   argc,
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/tier1-wait", busy_briefly, test_tier1_wait);
+  ADD_TEST ("/window/conversation-opens-at-end", reply, test_conversation_opens_at_end);
   ADD_TEST ("/window/model-button-whole", reply, test_model_button_whole);
   ADD_TEST ("/window/empty-names-provider", reply, test_empty_names_provider);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);

@@ -39,6 +39,7 @@ struct _KagedWindow
   guint                 grow_source;
   guint                 follow_end : 1;
   guint                 scrolling : 1;
+  guint                 opening : 1;  /* not yet scrolled to the end it opened at */
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
   guint                 narrow_header : 1;

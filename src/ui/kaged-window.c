@@ -307,6 +307,7 @@ kaged_window_show_session (KagedWindow *self,
   kaged_model_chooser_set_session (self->model_chooser, self->session_id);
 
   self->follow_end = TRUE;
+  self->opening = TRUE;
   gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
 
   update_title (self);
@@ -359,6 +360,8 @@ scroll_to_end_cb (gpointer user_data)
                                 gtk_adjustment_get_upper (adjustment) -
                                 gtk_adjustment_get_page_size (adjustment));
       self->scrolling = FALSE;
+      if (is_at_end (adjustment))
+        self->opening = FALSE;
     }
 
   return G_SOURCE_REMOVE;
@@ -382,6 +385,14 @@ vadjustment_value_changed_cb (KagedWindow   *self,
 {
   if (self->scrolling)
     return;
+
+  /* A conversation just shown starts at its top, and the list may move
+   * before it is scrolled to its end: the end is still followed. */
+  if (self->opening && self->follow_end)
+    {
+      kaged_window_follow_end (self);
+      return;
+    }
 
   self->follow_end = is_at_end (adjustment) &&
                      (self->span == NULL || kaged_list_span_reaches_end (self->span));

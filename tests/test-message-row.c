@@ -2314,6 +2314,49 @@ test_row_details_outcomes (RowFixture    *f,
   g_assert_cmpstr (interrupted, ==, "Interrupted when Kaged closed");
 }
 
+/* Each attempt of the log in words: a status says nothing more when the
+ * answer began (HTTP 200) or when the error already names it. */
+static void
+test_details_attempt_texts (void)
+{
+  static const struct {
+    guint       http_status;
+    const char *error;
+    const char *text;
+  } cases[] = {
+    { 200, NULL, "HTTP 200" },
+    { 429, "Too many requests", "HTTP 429: Too many requests" },
+    { 200, "The connection was lost after part of the reply arrived: Connection reset",
+      "The connection was lost after part of the reply arrived: Connection reset" },
+    { 503, "The provider is overloaded (HTTP 503): Unavailable",
+      "The provider is overloaded (HTTP 503): Unavailable" },
+    { 0, "Could not connect: Connection refused", "Could not connect: Connection refused" },
+  };
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  g_autofree char *unknown = NULL;
+  g_autofree char *counted = NULL;
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      KagedAttempt attempt = { 0 };
+      g_autofree char *text = NULL;
+
+      attempt.http_status = cases[i].http_status;
+      attempt.error = (char *)cases[i].error;
+      text = kaged_message_details_describe_attempt (&attempt);
+      g_assert_cmpstr (text, ==, cases[i].text);
+    }
+
+  /* Tokens a provider did not report are not "0 in, 0 out". */
+  kaged_run_set_status (run, KAGED_RUN_STATUS_FAILED);
+  unknown = kaged_message_details_describe_tokens (run);
+  g_assert_cmpstr (unknown, ==, "Not reported");
+  kaged_run_set_input_tokens (run, 30);
+  kaged_run_set_output_tokens (run, 12);
+  counted = kaged_message_details_describe_tokens (run);
+  g_assert_cmpstr (counted, ==, "30 in, 12 out");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -2341,6 +2384,7 @@ main (int   argc,
   g_test_add_func ("/icons/preload", test_icons_preload);
   g_test_add_func ("/code-block/dark", test_code_block_dark);
   g_test_add_func ("/code-block/copy", test_code_block_copy);
+  g_test_add_func ("/message-details/attempt-texts", test_details_attempt_texts);
   g_test_add_func ("/code-block/highlights-growth", test_code_block_highlights_growth);
   g_test_add_func ("/code-block/grows-in-one-frame", test_code_block_grows_in_one_frame);
 

@@ -7,6 +7,8 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include <glib/gi18n.h>
 
 #include "kaged-message-details.h"
@@ -107,20 +109,34 @@ set_row_visible (GtkLabel *value_label,
     gtk_widget_set_visible (name_label, visible);
 }
 
-static char *
-describe_attempt (const KagedAttempt *attempt)
+/**
+ * kaged_message_details_describe_attempt:
+ * @attempt: an attempt of a run's log
+ *
+ * Returns: (transfer full): the attempt in words: its answer or what went
+ *   wrong, and the wait after it and where it came from
+ */
+char *
+kaged_message_details_describe_attempt (const KagedAttempt *attempt)
 {
   g_autoptr(GString) text = g_string_new (NULL);
+  g_autofree char *status = NULL;
 
-  if (attempt->http_status > 0 && attempt->error == NULL)
-    g_string_append_printf (text, _("HTTP %u"), attempt->http_status);
-  else if (attempt->http_status > 0)
-    /* Translators: an HTTP status code and what went wrong */
-    g_string_append_printf (text, _("HTTP %u: %s"), attempt->http_status, attempt->error);
-  else if (attempt->error != NULL)
+  g_return_val_if_fail (attempt != NULL, NULL);
+
+  if (attempt->http_status > 0)
+    status = g_strdup_printf (_("HTTP %u"), attempt->http_status);
+
+  if (attempt->error == NULL)
+    g_string_append (text, status != NULL ? status : _("Answered"));
+  else if (status == NULL ||
+           /* The answer began, then failed: the status says nothing of it. */
+           (attempt->http_status >= 200 && attempt->http_status < 300) ||
+           strstr (attempt->error, status) != NULL)
     g_string_append (text, attempt->error);
   else
-    g_string_append (text, _("Answered"));
+    /* Translators: an HTTP status code and what went wrong */
+    g_string_append_printf (text, _("HTTP %u: %s"), attempt->http_status, attempt->error);
 
   if (attempt->wait_ms > 0)
     {
@@ -250,14 +266,29 @@ describe_duration (KagedRun *run)
   return g_strdup (_("Not started"));
 }
 
-static char *
-describe_tokens (KagedRun *run)
+/**
+ * kaged_message_details_describe_tokens:
+ * @run: a run
+ *
+ * Returns: (transfer full): the tokens @run sent and received, in words
+ */
+char *
+kaged_message_details_describe_tokens (KagedRun *run)
 {
-  gint64 input = kaged_run_get_input_tokens (run);
-  gint64 output = kaged_run_get_output_tokens (run);
+  gint64 input;
+  gint64 output;
+
+  g_return_val_if_fail (KAGED_IS_RUN (run), NULL);
+
+  input = kaged_run_get_input_tokens (run);
+  output = kaged_run_get_output_tokens (run);
 
   if (!kaged_run_is_finished (run) && input == 0 && output == 0)
     return g_strdup (_("Counted when the reply ends"));
+
+  /* A failed or stopped reply, or a provider that does not count them */
+  if (input == 0 && output == 0)
+    return g_strdup (_("Not reported"));
 
   /* Translators: tokens sent to and received from the model */
   return g_strdup_printf (_("%" G_GINT64_FORMAT " in, %" G_GINT64_FORMAT " out"), input, output);
@@ -278,7 +309,7 @@ refresh_attempts (KagedMessageDetails *self)
       const KagedAttempt *attempt = g_ptr_array_index (attempts, i);
       g_autofree char *time = format_time (attempt->time);
       g_autofree char *name = g_strdup_printf (_("Attempt %u, %s"), i + 1, time);
-      g_autofree char *value = describe_attempt (attempt);
+      g_autofree char *value = kaged_message_details_describe_attempt (attempt);
 
       add_detail (self, row++, name, value, self->attempt_widgets);
     }
@@ -350,7 +381,7 @@ refresh (KagedMessageDetails *self)
     {
       g_autofree char *status = kaged_message_details_describe_status (self->message, self->run);
       g_autofree char *duration = describe_duration (self->run);
-      g_autofree char *tokens = describe_tokens (self->run);
+      g_autofree char *tokens = kaged_message_details_describe_tokens (self->run);
 
       set_label (self->status_label, status);
       set_label (self->duration_label, duration);

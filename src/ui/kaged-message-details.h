@@ -22,7 +22,9 @@ void       kaged_message_details_fill (KagedMessageDetails *self,
                                        KagedRun            *run,
                                        const char          *provider_name,
                                        const char          *model_name);
-char      *kaged_message_details_describe_status (KagedMessage *message,
-                                                  KagedRun     *run);
+char      *kaged_message_details_describe_status  (KagedMessage       *message,
+                                                   KagedRun           *run);
+char      *kaged_message_details_describe_attempt (const KagedAttempt *attempt);
+char      *kaged_message_details_describe_tokens  (KagedRun           *run);
 
 G_END_DECLS

@@ -751,6 +751,46 @@ test_versions_skip_empty (Fixture       *fixture,
   g_assert_cmpuint (all->len, ==, 3);
 }
 
+/* A retry stopped before its first word leaves a reply with nothing in
+ * it: the failure before it stays in the pager, to say why. */
+static void
+test_versions_keep_failure_before_stop (Fixture       *fixture,
+                                        gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = open_conversation (fixture);
+  g_autoptr(KagedReceipt) q1 = NULL;
+  g_autoptr(KagedReceipt) again = NULL;
+  g_autoptr(KagedReceipt) stopped = NULL;
+  g_autoptr(GPtrArray) versions = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  set_scenario (fixture,
+                "[{\"status\": 400, \"body\": {\"error\": {\"message\": \"Bad request\"}}},"
+                " {\"status\": 400, \"body\": {\"error\": {\"message\": \"Bad request\"}}},"
+                " {\"kind\": \"openai\", \"text\": \"Late\", \"chunks\": 4, \"delay_ms\": 2000}]");
+
+  q1 = post (fixture, "Q1");
+  wait_run (fixture, q1->run_id);
+  again = kaged_session_manager_regenerate (fixture->manager, session_id, q1->message_id, &error);
+  g_assert_no_error (error);
+  wait_run (fixture, again->run_id);
+
+  stopped = kaged_session_manager_regenerate (fixture->manager, session_id, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_true (kaged_session_manager_cancel (fixture->manager, session_id, stopped->run_id, &error));
+  g_assert_no_error (error);
+  wait_run (fixture, stopped->run_id);
+
+  versions = kaged_conversation_list_versions (conversation, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 2);
+  g_assert_cmpint (kaged_message_get_status (g_ptr_array_index (versions, 0)), ==,
+                   KAGED_MESSAGE_STATUS_FAILED);
+  g_assert_cmpint (kaged_message_get_status (g_ptr_array_index (versions, 1)), ==,
+                   KAGED_MESSAGE_STATUS_CANCELLED);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -766,6 +806,7 @@ main (int   argc,
   ADD ("open-while-streaming", test_open_while_streaming);
   ADD ("regenerate", test_regenerate);
   ADD ("versions-skip-empty", test_versions_skip_empty);
+  ADD ("versions-keep-failure-before-stop", test_versions_keep_failure_before_stop);
   ADD ("lazy-paging", test_lazy_paging);
   ADD ("find-position", test_find_position);
 

@@ -698,6 +698,14 @@ kaged_conversation_get_session_id (KagedConversation *self)
   return self->session_id;
 }
 
+static gboolean
+is_empty (KagedMessage *message)
+{
+  const char *content = kaged_message_get_content (message);
+
+  return content == NULL || content[0] == '\0';
+}
+
 /**
  * kaged_conversation_list_versions:
  * @anchor_id: an operator message of the session
@@ -706,7 +714,9 @@ kaged_conversation_get_session_id (KagedConversation *self)
  * `‹ 2/3 ›` pager. The current version is the same object as the list's.
  * Earlier versions without a word of text — a failure before the reply
  * began, a retry that failed again — have nothing to read and are left
- * out; kaged_session_manager_list_versions() lists them all.
+ * out, but for the one just before a current version that was stopped
+ * before its first word: that one says why the reply is missing.
+ * kaged_session_manager_list_versions() lists them all.
  *
  * Returns: (transfer full) (element-type KagedMessage): the replies, oldest
  *   first, the current one last, or %NULL with @error set
@@ -718,6 +728,8 @@ kaged_conversation_list_versions (KagedConversation  *self,
 {
   g_autoptr(GPtrArray) versions = NULL;
   GPtrArray *objects;
+  KagedMessage *current;
+  gboolean keep_before_current;
 
   g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
 
@@ -727,12 +739,16 @@ kaged_conversation_list_versions (KagedConversation  *self,
     return NULL;
 
   objects = g_ptr_array_new_full (versions->len, g_object_unref);
+  current = versions->len > 0 ? g_ptr_array_index (versions, versions->len - 1) : NULL;
+  /* A retry cancelled before it began: the failure before it is kept. */
+  keep_before_current = current != NULL && is_empty (current) &&
+                        kaged_message_get_status (current) != KAGED_MESSAGE_STATUS_FAILED;
   for (guint i = 0; i < versions->len; i++)
     {
       KagedMessage *message = g_ptr_array_index (versions, i);
-      const char *content = kaged_message_get_content (message);
 
-      if (i + 1 < versions->len && (content == NULL || content[0] == '\0'))
+      if (i + 1 < versions->len && is_empty (message) &&
+          !(keep_before_current && i + 2 == versions->len))
         continue;
 
       g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (message))));

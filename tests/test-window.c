@@ -2046,6 +2046,37 @@ test_model_button_whole (Fixture       *fixture,
   g_assert_false (pango_layout_is_ellipsized (gtk_label_get_layout (label)));
 }
 
+/* Back from the composer, the focus goes to the latest message, not to the
+ * first one of a conversation scrolled away to show it. */
+static void
+test_keyboard_back_to_latest (Fixture       *fixture,
+                              gconstpointer  data)
+{
+  gint64 session_id = fill_conversation (fixture, 40, G_MAXUINT, NULL);
+  gint64 last_id = last_message_id (fixture, session_id);
+  GtkWidget *window = GTK_WIDGET (fixture->window);
+  KagedMessageRow *last;
+  GtkWidget *focus;
+
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 960, 680);
+  kaged_window_show_session (fixture->window, session_id);
+  g_assert_true (wait_for (fixture, at_end, GSIZE_TO_POINTER (last_id)));
+  settle (300);
+
+  kaged_composer_focus (fixture->composer);
+  focus = gtk_root_get_focus (GTK_ROOT (window));
+  g_signal_emit_by_name (focus, "move-focus", GTK_DIR_TAB_BACKWARD);
+  settle (300);
+
+  last = row_of (fixture, last_id);
+  g_assert_nonnull (last);
+  focus = gtk_root_get_focus (GTK_ROOT (window));
+  g_assert_nonnull (focus);
+  g_assert_true (focus == gtk_widget_get_parent (GTK_WIDGET (last)) ||
+                 gtk_widget_is_ancestor (focus, gtk_widget_get_parent (GTK_WIDGET (last))));
+  g_assert_true (at_end (fixture, GSIZE_TO_POINTER (last_id)));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -2123,6 +2154,7 @@ main (int   argc,
   ADD_TEST ("/window/keyboard/reaches-everything", reply, test_keyboard_reaches_everything);
   ADD_TEST ("/window/keyboard/reaches-banner", "unreachable", test_keyboard_reaches_banner);
   ADD_TEST ("/window/keyboard/back-from-composer", reply, test_keyboard_back_from_composer);
+  ADD_TEST ("/window/keyboard/back-to-latest", reply, test_keyboard_back_to_latest);
   ADD_TEST ("/window/keyboard/reaches-stop", slow, test_keyboard_reaches_stop);
 
   return g_test_run ();

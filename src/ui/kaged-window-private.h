@@ -37,6 +37,7 @@ struct _KagedWindow
   gint64                layout_frame;  /* the frame it last scrolled in */
   guint                 search_source;
   guint                 grow_source;
+  GtkWidget            *last_focus;   /* weak; where the focus was before */
   guint                 follow_end : 1;
   guint                 scrolling : 1;
   guint                 opening : 1;  /* not yet scrolled to the end it opened at */

@@ -12,6 +12,7 @@
 #include "kaged-code-block.h"
 #include "kaged-composer.h"
 #include "kaged-icons.h"
+#include "kaged-message-row.h"
 #include "kaged-retry-banner.h"
 #include "kaged-session-list.h"
 #include "kaged-session-row.h"
@@ -807,6 +808,7 @@ kaged_window_dispose (GObject *object)
   if (self->layout_clock != NULL)
     g_clear_signal_handler (&self->layout_handler, self->layout_clock);
   g_clear_weak_pointer (&self->layout_clock);
+  g_clear_weak_pointer (&self->last_focus);
   g_clear_object (&self->message_selection);
   g_clear_object (&self->session_signals);
 
@@ -938,6 +940,46 @@ kaged_window_class_init (KagedWindowClass *klass)
                                        "win.rename-conversation", NULL);
 }
 
+/* The list item of the latest message on screen, if any. */
+static GtkWidget *
+latest_message_item (KagedWindow *self)
+{
+  for (GtkWidget *item = gtk_widget_get_last_child (GTK_WIDGET (self->message_view));
+       item != NULL;
+       item = gtk_widget_get_prev_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row) && kaged_message_row_get_message (KAGED_MESSAGE_ROW (row)) != NULL &&
+          gtk_widget_get_mapped (item))
+        return item;
+    }
+
+  return NULL;
+}
+
+/* Going back from the composer (Shift+Tab), the list would focus the first
+ * message it shows, scrolled away from the end: the latest one is what
+ * comes before the composer. */
+static void
+focus_widget_changed_cb (KagedWindow *self)
+{
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+  GtkWidget *from = self->last_focus;
+
+  g_set_weak_pointer (&self->last_focus, focus);
+
+  if (focus != NULL && from != NULL &&
+      gtk_widget_is_ancestor (from, GTK_WIDGET (self->composer)) &&
+      gtk_widget_is_ancestor (focus, GTK_WIDGET (self->message_view)))
+    {
+      GtkWidget *latest = latest_message_item (self);
+
+      if (latest != NULL && focus != latest && !gtk_widget_is_ancestor (focus, latest))
+        gtk_widget_grab_focus (latest);
+    }
+}
+
 static void
 kaged_window_init (KagedWindow *self)
 {
@@ -987,6 +1029,7 @@ kaged_window_init (KagedWindow *self)
                            G_CALLBACK (vadjustment_bounds_changed_cb), self, G_CONNECT_SWAPPED);
 
   kaged_window_init_search (self);
+  g_signal_connect (self, "notify::focus-widget", G_CALLBACK (focus_widget_changed_cb), NULL);
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
   kaged_window_restore_state (self);

@@ -334,8 +334,10 @@ edit_action (GtkWidget  *widget,
     return;
 
   dialog = adw_message_dialog_new (GTK_WINDOW (self), _("Edit Message"),
-                                   _("The conversation continues from the edited message: "
-                                     "the replies after it are kept as earlier versions."));
+                                   _("The edited message is sent as a new one, and the "
+                                     "conversation continues from it. This message and the "
+                                     "replies after it leave the conversation; nothing is "
+                                     "deleted."));
   view = gtk_text_view_new ();
   gtk_text_view_set_wrap_mode (GTK_TEXT_VIEW (view), GTK_WRAP_WORD_CHAR);
   gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);
@@ -368,6 +370,7 @@ edit_action (GtkWidget  *widget,
   g_object_set_data_full (G_OBJECT (dialog), "kaged-message-id",
                           g_memdup2 (&message_id, sizeof message_id), g_free);
   g_signal_connect_object (dialog, "response", G_CALLBACK (edit_response_cb), self, 0);
+
   gtk_window_present (GTK_WINDOW (dialog));
   gtk_widget_grab_focus (view);
 }

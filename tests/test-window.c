@@ -1141,6 +1141,7 @@ test_empty_names_provider (Fixture       *fixture,
 
   g_assert_nonnull (strstr (empty_page_says (fixture), "Replies come from Work, with the model demo."));
   g_assert_null (strstr (empty_page_says (fixture), "Ollama"));
+  g_assert_true (gtk_widget_get_visible (adw_status_page_get_child (child (fixture, "empty_page"))));
 
   /* One from the command line (it has no id) says where it is. */
   kaged_profile_set_id (remote, NULL);
@@ -1149,6 +1150,8 @@ test_empty_names_provider (Fixture       *fixture,
   g_assert_nonnull (strstr (empty_page_says (fixture),
                             "Replies come from the server at http://127.0.0.1:9/v1, given on the "
                             "command line, with the model demo."));
+  /* The preferences do not choose it: no button to them. */
+  g_assert_false (gtk_widget_get_visible (adw_status_page_get_child (child (fixture, "empty_page"))));
 
   /* A local Ollama is called so. */
   ollama = kaged_profile_new ("Default", KAGED_PROVIDER_KIND_OLLAMA,
@@ -1161,6 +1164,7 @@ test_empty_names_provider (Fixture       *fixture,
   kaged_core_set_profile (core, NULL);
   g_assert_nonnull (strstr (empty_page_says (fixture), "choose one in Preferences"));
   g_assert_null (strstr (empty_page_says (fixture), "Replies come from"));
+  g_assert_true (gtk_widget_get_visible (adw_status_page_get_child (child (fixture, "empty_page"))));
 
   kaged_window_set_core (fixture->window, fixture->core);
   kaged_core_shutdown (core);

@@ -177,6 +177,12 @@ update_empty_page (KagedWindow *self,
                                    "When the provider stumbles, Kaged retries and tells you why it is waiting."),
                                  source);
   adw_status_page_set_description (self->empty_page, description);
+
+  /* A provider from the command line is this run's: the preferences do
+   * not choose it. */
+  gtk_widget_set_visible (adw_status_page_get_child (self->empty_page),
+                          profile == NULL || unusable != NULL ||
+                          (kaged_profile_get_id (profile) != NULL && kaged_profile_get_id (profile)[0] != '\0'));
 }
 
 static void

@@ -224,6 +224,27 @@ wait_for (Fixture       *fixture,
   return condition (fixture, data);
 }
 
+/* Escape as @widget's key controllers get it; whether one handled it. */
+static gboolean
+press_escape (GtkWidget *widget)
+{
+  g_autoptr(GListModel) controllers = gtk_widget_observe_controllers (widget);
+
+  for (guint i = 0; i < g_list_model_get_n_items (controllers); i++)
+    {
+      g_autoptr(GObject) controller = g_list_model_get_item (controllers, i);
+      gboolean handled = FALSE;
+
+      if (!GTK_IS_EVENT_CONTROLLER_KEY (controller))
+        continue;
+      g_signal_emit_by_name (controller, "key-pressed", GDK_KEY_Escape, 0, 0, &handled);
+      if (handled)
+        return TRUE;
+    }
+
+  return FALSE;
+}
+
 /* Lets the window lay out and paint for @ms milliseconds. */
 static void
 settle (guint ms)
@@ -2010,6 +2031,10 @@ search_opens_at_match (Fixture *fixture,
   settle (300);
   g_assert_true (row_in_view (fixture, GSIZE_TO_POINTER (marked_id)));
   g_assert_cmpuint (_kaged_conversation_get_n_loaded (shown_conversation (fixture)), <=, 256);
+
+  /* Escape among the results ends the search. */
+  g_assert_true (press_escape (results));
+  g_assert_false (gtk_search_bar_get_search_mode (child (fixture, "search_bar")));
 }
 
 static void

@@ -155,9 +155,30 @@ search_action (GtkWidget  *widget,
   gtk_widget_grab_focus (GTK_WIDGET (self->search_entry));
 }
 
+/* Escape among the results ends the search, as it does in its entry. */
+static gboolean
+results_key_pressed_cb (GtkEventControllerKey *controller,
+                        guint                  keyval,
+                        guint                  keycode,
+                        GdkModifierType        state,
+                        KagedWindow           *self)
+{
+  if (keyval != GDK_KEY_Escape || !gtk_search_bar_get_search_mode (self->search_bar))
+    return FALSE;
+
+  gtk_search_bar_set_search_mode (self->search_bar, FALSE);
+  gtk_widget_grab_focus (GTK_WIDGET (self->search_button));
+  return TRUE;
+}
+
 void
 kaged_window_init_search (KagedWindow *self)
 {
+  GtkEventController *keys = gtk_event_controller_key_new ();
+
+  g_signal_connect_object (keys, "key-pressed", G_CALLBACK (results_key_pressed_cb), self, 0);
+  gtk_widget_add_controller (GTK_WIDGET (self->results_view), keys);
+
   gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
   g_signal_connect_object (self->search_entry, "search-changed",
                            G_CALLBACK (search_changed_cb), self, G_CONNECT_SWAPPED);

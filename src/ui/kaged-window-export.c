@@ -113,6 +113,19 @@ file_chosen_cb (GtkNativeDialog *dialog,
 }
 #endif
 
+/* Where an export is offered to go first: the Documents folder, or home,
+ * not wherever Kaged was started from. */
+static GFile *
+export_folder (void)
+{
+  const char *documents = g_get_user_special_dir (G_USER_DIRECTORY_DOCUMENTS);
+
+  if (documents != NULL && g_file_test (documents, G_FILE_TEST_IS_DIR))
+    return g_file_new_for_path (documents);
+
+  return g_file_new_for_path (g_get_home_dir ());
+}
+
 static void
 export_action (GtkWidget  *widget,
                const char *action_name,
@@ -120,6 +133,7 @@ export_action (GtkWidget  *widget,
 {
   KagedWindow *self = KAGED_WINDOW (widget);
   g_autofree char *name = NULL;
+  g_autoptr(GFile) folder = NULL;
 
   if (self->conversation == NULL || g_list_model_get_n_items (self->conversation) == 0)
     {
@@ -128,12 +142,14 @@ export_action (GtkWidget  *widget,
     }
 
   name = suggested_name (self);
+  folder = export_folder ();
 
 #if GTK_CHECK_VERSION (4, 10, 0)
   {
     g_autoptr(GtkFileDialog) dialog = gtk_file_dialog_new ();
 
     gtk_file_dialog_set_title (dialog, _("Export Conversation"));
+    gtk_file_dialog_set_initial_folder (dialog, folder);
     gtk_file_dialog_set_initial_name (dialog, name);
     gtk_file_dialog_save (dialog, GTK_WINDOW (self), NULL, file_chosen_cb, g_object_ref (self));
   }
@@ -145,6 +161,7 @@ export_action (GtkWidget  *widget,
                                            GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"),
                                            _("_Cancel"));
     gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (chooser), TRUE);
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (chooser), folder, NULL);
     gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (chooser), name);
     g_signal_connect_object (chooser, "response", G_CALLBACK (file_chosen_cb), self, 0);
     gtk_native_dialog_show (GTK_NATIVE_DIALOG (chooser));

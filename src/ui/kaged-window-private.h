@@ -41,6 +41,11 @@ struct _KagedWindow
   guint                 follow_end : 1;
   guint                 scrolling : 1;
   guint                 opening : 1;  /* not yet scrolled to the end it opened at */
+  guint                 laying_out : 1;  /* from a frame's update to its layout's end */
+  GdkFrameClock        *phase_clock;     /* weak; tells laying_out */
+  gulong                update_handler;
+  gulong                paint_handler;
+  gulong                after_paint_handler;
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
   guint                 narrow_header : 1;

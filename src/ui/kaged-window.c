@@ -386,6 +386,8 @@ kaged_window_follow_end (KagedWindow *self)
     self->scroll_source = g_idle_add_full (G_PRIORITY_HIGH_IDLE + 20, scroll_to_end_cb, self, NULL);
 }
 
+static void scroll_to_end_at_layout (KagedWindow *self);
+
 static void
 vadjustment_value_changed_cb (KagedWindow   *self,
                               GtkAdjustment *adjustment)
@@ -393,10 +395,12 @@ vadjustment_value_changed_cb (KagedWindow   *self,
   if (self->scrolling)
     return;
 
-  /* A conversation just shown starts at its top, and the list may move
-   * before it is scrolled to its end: the end is still followed. */
-  if (self->opening && self->follow_end)
+  /* Not the user's scrolling: a conversation just shown starts at its
+   * top, and the list moves itself while it lays out rows whose height it
+   * learns, keeping one of them in place. The end is still followed. */
+  if (self->follow_end && (self->opening || self->laying_out))
     {
+      scroll_to_end_at_layout (self);
       kaged_window_follow_end (self);
       return;
     }
@@ -450,6 +454,53 @@ scroll_to_end_at_layout (KagedWindow *self)
     }
 
   self->scroll_at_layout = TRUE;
+}
+
+static void
+frame_update_cb (GdkFrameClock *clock,
+                 KagedWindow   *self)
+{
+  self->laying_out = TRUE;
+}
+
+static void
+frame_laid_out_cb (GdkFrameClock *clock,
+                   KagedWindow   *self)
+{
+  self->laying_out = FALSE;
+}
+
+/* The user's scrolling comes with events, before a frame's update; what
+ * moves the list after the update and until the layout is done is GTK
+ * laying it out (the update's own work, such as kinetic scrolling, comes
+ * first). */
+static void
+watch_frame_phases (KagedWindow *self)
+{
+  GdkFrameClock *clock = gtk_widget_get_frame_clock (GTK_WIDGET (self));
+
+  if (clock == self->phase_clock)
+    return;
+
+  if (self->phase_clock != NULL)
+    {
+      g_clear_signal_handler (&self->update_handler, self->phase_clock);
+      g_clear_signal_handler (&self->paint_handler, self->phase_clock);
+      g_clear_signal_handler (&self->after_paint_handler, self->phase_clock);
+    }
+  g_set_weak_pointer (&self->phase_clock, clock);
+  self->laying_out = FALSE;
+  if (clock == NULL)
+    return;
+
+  self->update_handler = g_signal_connect_object (clock, "update", G_CALLBACK (frame_update_cb),
+                                                  self, G_CONNECT_AFTER);
+  /* Once GTK has laid the window out; a frame without a layout ends with
+   * its after-paint all the same. */
+  self->paint_handler = g_signal_connect_object (clock, "layout", G_CALLBACK (frame_laid_out_cb),
+                                                 self, G_CONNECT_AFTER);
+  self->after_paint_handler = g_signal_connect_object (clock, "after-paint", G_CALLBACK (frame_laid_out_cb),
+                                                  self, 0);
 }
 
 static void
@@ -815,6 +866,13 @@ kaged_window_dispose (GObject *object)
     g_clear_signal_handler (&self->layout_handler, self->layout_clock);
   g_clear_weak_pointer (&self->layout_clock);
   g_clear_weak_pointer (&self->last_focus);
+  if (self->phase_clock != NULL)
+    {
+      g_clear_signal_handler (&self->update_handler, self->phase_clock);
+      g_clear_signal_handler (&self->paint_handler, self->phase_clock);
+      g_clear_signal_handler (&self->after_paint_handler, self->phase_clock);
+    }
+  g_clear_weak_pointer (&self->phase_clock);
   g_clear_object (&self->message_selection);
   g_clear_object (&self->session_signals);
 
@@ -1036,6 +1094,8 @@ kaged_window_init (KagedWindow *self)
 
   kaged_window_init_search (self);
   g_signal_connect (self, "notify::focus-widget", G_CALLBACK (focus_widget_changed_cb), NULL);
+  g_signal_connect_after (self, "realize", G_CALLBACK (watch_frame_phases), NULL);
+  g_signal_connect (self, "unrealize", G_CALLBACK (watch_frame_phases), NULL);
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
   kaged_window_restore_state (self);

@@ -1435,6 +1435,17 @@ test_narrow_maximized (Fixture       *fixture,
   g_assert_true (window_settles (fixture));
 }
 
+/* Whether the entry @data is shown with the focus in it. */
+static gboolean
+entry_has_focus (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  GtkWidget *entry = (GtkWidget *)data;
+
+  return gtk_widget_is_visible (entry) &&
+         (gtk_widget_is_focus (entry) || gtk_widget_get_focus_child (entry) != NULL);
+}
+
 /* Renamed in place: F2 puts the title in an entry; Enter keeps it. */
 static void
 test_rename (Fixture       *fixture,
@@ -1503,11 +1514,10 @@ test_rename (Fixture       *fixture,
     gtk_menu_button_popup (menu_button);
     g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.rename", NULL));
     gtk_menu_button_popdown (menu_button);
+    g_assert_true (wait_for (fixture, entry_has_focus, entry));
     settle (200);
     g_assert_true (gtk_widget_is_visible (entry));
-    g_assert_true (gtk_widget_is_focus (gtk_widget_get_first_child (entry)) ||
-                   gtk_widget_is_focus (entry) ||
-                   gtk_widget_get_focus_child (entry) != NULL);
+    g_assert_true (entry_has_focus (fixture, entry));
     gtk_editable_set_text (GTK_EDITABLE (entry), "Blue skies");
     g_signal_emit_by_name (entry, "activate");
     g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (row)), ==, "Blue skies");

@@ -2068,12 +2068,12 @@ test_model_button_whole (Fixture       *fixture,
                          gconstpointer  data)
 {
   g_autoptr(KagedProfile) profile = NULL;
+  g_autofree char *url = kaged_fake_server_get_url (fixture->server);
   GtkWidget *chooser = child (fixture, "model_chooser");
   GtkLabel *label = GTK_LABEL (gtk_widget_get_template_child (chooser, KAGED_TYPE_MODEL_CHOOSER,
                                                               "button_label"));
 
-  profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI,
-                               kaged_fake_server_get_url (fixture->server), "demo");
+  profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI, url, "demo");
   kaged_profile_set_id (profile, NULL);
   kaged_core_set_profile (fixture->core, profile);
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 960, 680);

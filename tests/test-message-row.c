@@ -1425,11 +1425,14 @@ test_row_tier1_wait (RowFixture    *f,
   g_assert_true (wait_for_status (f, "Connecting…"));
   g_assert_null (shown_label (row, reason));
 
-  /* The words come. */
+  /* The words come, even while the row still counts down: it says so at
+   * once, not at the countdown's next second. */
   kaged_message_row_set_run (f->row, run);
+  iterate ();
+  g_assert_nonnull (shown_label (row, reason));
   kaged_message_set_content (message, "Hello");
   iterate ();
-  g_assert_true (wait_for_status (f, "Writing…"));
+  g_assert_nonnull (shown_label (row, "Writing…"));
   g_assert_null (shown_label (row, reason));
 
   kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);

@@ -65,6 +65,8 @@ struct _KagedMessageRow
   GSignalGroup *run_signals;
   /* Counts down to the next attempt while Tier 1 waits */
   guint wait_source;
+  /* The status shown is of a streaming reply before its first words */
+  guint awaiting_words : 1;
   guint copied_source;
   guint description_source;
   /* A change of a streaming reply waits for its interval (content_source,
@@ -212,11 +214,11 @@ is_agent (KagedMessageRow *self)
 }
 
 /* While Tier 1 waits to try the provider again before the reply's first
- * words, the attempt that failed; @until is set to when the next one
- * starts (epoch milliseconds). Otherwise %NULL. */
+ * words, the attempt that failed; @left_ms is set to the time until the
+ * next one starts. Otherwise %NULL. */
 static const KagedAttempt *
 find_tier1_wait (KagedMessageRow *self,
-                 gint64          *until)
+                 gint64          *left_ms)
 {
   const char *content;
   GPtrArray *attempts;
@@ -231,16 +233,16 @@ find_tier1_wait (KagedMessageRow *self,
   if (content != NULL && content[0] != '\0')
     return NULL;
 
-  next = kaged_run_get_next_attempt_at (self->run);
+  next = kaged_run_get_next_attempt_at (self->run) - g_get_real_time () / 1000;
   attempts = kaged_run_get_attempts (self->run);
-  if (next <= g_get_real_time () / 1000 || attempts == NULL || attempts->len == 0)
+  if (next <= 0 || attempts == NULL || attempts->len == 0)
     return NULL;
 
   last = g_ptr_array_index (attempts, attempts->len - 1);
   if (last->wait_ms <= 0)
     return NULL;
 
-  *until = next;
+  *left_ms = next;
   return last;
 }
 
@@ -272,13 +274,12 @@ kaged_message_row_describe_status (KagedMessageRow *self)
       {
         const char *content = kaged_message_get_content (self->message);
 
-        gint64 until = 0;
+        gint64 left_ms = 0;
 
         /* Until the first words arrive, the provider is being reached, or
          * Tier 1 waits to try it again. */
-        if (find_tier1_wait (self, &until) != NULL)
+        if (find_tier1_wait (self, &left_ms) != NULL)
           {
-            gint64 left_ms = until - g_get_real_time () / 1000;
             g_autofree char *left = kaged_retry_format_duration ((left_ms + 999) / 1000);
 
             /* Translators: %s is how long until the provider is tried again, e.g. "Trying again in 25 s" */
@@ -310,7 +311,7 @@ set_action_target (GtkButton *button,
   gtk_actionable_set_action_target_value (GTK_ACTIONABLE (button), g_variant_new_int64 (id));
 }
 
-static void update_state (KagedMessageRow *self);
+static void update_status (KagedMessageRow *self);
 
 static gboolean
 wait_tick_cb (gpointer user_data)
@@ -318,7 +319,7 @@ wait_tick_cb (gpointer user_data)
   KagedMessageRow *self = user_data;
 
   self->wait_source = 0;
-  update_state (self);
+  update_status (self);
 
   return G_SOURCE_REMOVE;
 }
@@ -328,8 +329,8 @@ wait_tick_cb (gpointer user_data)
 static void
 update_tier1_wait (KagedMessageRow *self)
 {
-  gint64 until = 0;
-  const KagedAttempt *failed = find_tier1_wait (self, &until);
+  gint64 left_ms = 0;
+  const KagedAttempt *failed = find_tier1_wait (self, &left_ms);
 
   g_clear_handle_id (&self->wait_source, g_source_remove);
   gtk_widget_set_visible (GTK_WIDGET (self->wait_label), failed != NULL);
@@ -341,7 +342,6 @@ update_tier1_wait (KagedMessageRow *self)
                      !g_str_equal (failed->wait_source, KAGED_RETRY_WAIT_SOURCE_BACKOFF);
     g_autofree char *reason = kaged_retry_describe_reason (failed->retry_class, failed->http_status,
                                                            asked ? failed->wait_ms : 0);
-    gint64 left_ms = until - g_get_real_time () / 1000;
     gint64 to_next_second = left_ms % 1000 != 0 ? left_ms % 1000 : 1000;
 
     gtk_label_set_label (self->wait_label, reason);
@@ -349,10 +349,32 @@ update_tier1_wait (KagedMessageRow *self)
   }
 }
 
+/* The words of the header's status, the spinner beside them, and while
+ * Tier 1 waits the reason and its countdown. */
+static void
+update_status (KagedMessageRow *self)
+{
+  g_autofree char *status = kaged_message_row_describe_status (self);
+  gboolean streaming = is_agent (self) &&
+                       kaged_message_get_status (self->message) == KAGED_MESSAGE_STATUS_STREAMING;
+  const char *content = streaming ? kaged_message_get_content (self->message) : NULL;
+
+  self->awaiting_words = streaming && (content == NULL || content[0] == '\0');
+
+  gtk_widget_set_visible (GTK_WIDGET (self->status_label), status != NULL);
+  gtk_label_set_label (self->status_label, status != NULL ? status : "");
+  update_tier1_wait (self);
+
+  gtk_widget_set_visible (GTK_WIDGET (self->status_spinner), streaming);
+  if (!streaming)
+    g_clear_handle_id (&self->spinner_source, g_source_remove);
+  /* A spinner draws a frame of the window 60 times a second. */
+  gtk_spinner_set_spinning (self->status_spinner, streaming && self->spinner_source == 0);
+}
+
 static void
 update_state (KagedMessageRow *self)
 {
-  g_autofree char *status = kaged_message_row_describe_status (self);
   KagedMessageStatus message_status = KAGED_MESSAGE_STATUS_NONE;
   gboolean agent = is_agent (self);
   gboolean failed;
@@ -392,18 +414,7 @@ update_state (KagedMessageRow *self)
   set_action_target (self->regenerate_button, id);
   set_action_target (self->edit_button, id);
 
-  gtk_widget_set_visible (GTK_WIDGET (self->status_label), status != NULL);
-  gtk_label_set_label (self->status_label, status != NULL ? status : "");
-  update_tier1_wait (self);
-
-  gtk_widget_set_visible (GTK_WIDGET (self->status_spinner),
-                          agent && message_status == KAGED_MESSAGE_STATUS_STREAMING);
-  if (!(agent && message_status == KAGED_MESSAGE_STATUS_STREAMING))
-    g_clear_handle_id (&self->spinner_source, g_source_remove);
-  /* A spinner draws a frame of the window 60 times a second. */
-  gtk_spinner_set_spinning (self->status_spinner,
-                            agent && message_status == KAGED_MESSAGE_STATUS_STREAMING &&
-                            self->spinner_source == 0);
+  update_status (self);
 
   failed = agent && message_status == KAGED_MESSAGE_STATUS_FAILED;
   gtk_widget_set_visible (GTK_WIDGET (self->error_box), failed);
@@ -690,9 +701,9 @@ on_content_changed (KagedMessageRow *self)
     {
       rest_spinner (self);
 
-      /* The first words: from "Connecting…" to "Writing…". */
-      if (g_strcmp0 (gtk_label_get_label (self->status_label), _("Connecting…")) == 0)
-        update_state (self);
+      /* The first words: from "Connecting…" or a Tier 1 wait to "Writing…". */
+      if (self->awaiting_words)
+        update_status (self);
 
       if (!gtk_widget_get_mapped (GTK_WIDGET (self)) || !is_agent (self))
         {

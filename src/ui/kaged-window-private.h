@@ -44,7 +44,7 @@ struct _KagedWindow
   guint                 laying_out : 1;  /* from a frame's update to its layout's end */
   GdkFrameClock        *phase_clock;     /* weak; tells laying_out */
   gulong                update_handler;
-  gulong                paint_handler;
+  gulong                laid_out_handler;
   gulong                after_paint_handler;
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;

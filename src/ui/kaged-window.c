@@ -485,7 +485,7 @@ watch_frame_phases (KagedWindow *self)
   if (self->phase_clock != NULL)
     {
       g_clear_signal_handler (&self->update_handler, self->phase_clock);
-      g_clear_signal_handler (&self->paint_handler, self->phase_clock);
+      g_clear_signal_handler (&self->laid_out_handler, self->phase_clock);
       g_clear_signal_handler (&self->after_paint_handler, self->phase_clock);
     }
   g_set_weak_pointer (&self->phase_clock, clock);
@@ -497,10 +497,10 @@ watch_frame_phases (KagedWindow *self)
                                                   self, G_CONNECT_AFTER);
   /* Once GTK has laid the window out; a frame without a layout ends with
    * its after-paint all the same. */
-  self->paint_handler = g_signal_connect_object (clock, "layout", G_CALLBACK (frame_laid_out_cb),
-                                                 self, G_CONNECT_AFTER);
+  self->laid_out_handler = g_signal_connect_object (clock, "layout", G_CALLBACK (frame_laid_out_cb),
+                                                    self, G_CONNECT_AFTER);
   self->after_paint_handler = g_signal_connect_object (clock, "after-paint", G_CALLBACK (frame_laid_out_cb),
-                                                  self, 0);
+                                                       self, 0);
 }
 
 static void
@@ -869,7 +869,7 @@ kaged_window_dispose (GObject *object)
   if (self->phase_clock != NULL)
     {
       g_clear_signal_handler (&self->update_handler, self->phase_clock);
-      g_clear_signal_handler (&self->paint_handler, self->phase_clock);
+      g_clear_signal_handler (&self->laid_out_handler, self->phase_clock);
       g_clear_signal_handler (&self->after_paint_handler, self->phase_clock);
     }
   g_clear_weak_pointer (&self->phase_clock);

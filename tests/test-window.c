@@ -574,6 +574,95 @@ test_regenerate (Fixture       *fixture,
   }
 }
 
+/* Whether a selectable label under @widget has part of its text selected. */
+static gboolean
+label_selected (GtkWidget *widget)
+{
+  int start, end;
+
+  if (GTK_IS_LABEL (widget) && gtk_label_get_selectable (GTK_LABEL (widget)) &&
+      gtk_label_get_selection_bounds (GTK_LABEL (widget), &start, &end))
+    return TRUE;
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    if (label_selected (c))
+      return TRUE;
+
+  return FALSE;
+}
+
+static gboolean
+composer_has_focus (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (fixture->window));
+
+  return focus != NULL && gtk_widget_is_ancestor (focus, GTK_WIDGET (fixture->composer));
+}
+
+/* Whether the reply shown is no longer the one whose id @data points to. */
+static gboolean
+reply_replaced (Fixture       *fixture,
+                gconstpointer  data)
+{
+  KagedMessage *reply = shown_message (fixture, 1);
+
+  return reply != NULL && kaged_message_get_id (reply) != *(const gint64 *) data;
+}
+
+/* Regenerating from a reply, by its button or by Ctrl+Shift+R after its
+ * details, leaves the focus where typing goes, in the composer: the reply
+ * that had it is superseded. Reading the details selects none of their
+ * text, nor does the focus select a message's. */
+static void
+test_regenerate_focus (Fixture       *fixture,
+                       gconstpointer  data)
+{
+  GtkWidget *view = child (fixture, "message_view");
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  for (guint by_key = 0; by_key < 2; by_key++)
+    {
+      gint64 reply = kaged_message_get_id (shown_message (fixture, 1));
+      KagedMessageRow *row = row_of (fixture, reply);
+      GtkWidget *button;
+
+      g_assert_nonnull (row);
+      button = (GtkWidget *) gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
+                                                            by_key ? "details_button" : "regenerate_button");
+      g_assert_true (gtk_widget_grab_focus (button));
+
+      if (by_key)
+        {
+          GtkWidget *popover;
+
+          g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.show-details", NULL));
+          popover = gtk_widget_get_last_child (GTK_WIDGET (row));
+          g_assert_true (GTK_IS_POPOVER (popover));
+          settle (100);
+          g_assert_true (gtk_widget_get_mapped (popover));
+          g_assert_false (label_selected (popover));
+          gtk_popover_popdown (GTK_POPOVER (popover));
+          settle (100);
+          g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+        }
+      else
+        {
+          g_assert_true (gtk_widget_activate (button));
+        }
+
+      g_assert_true (wait_for (fixture, reply_replaced, &reply));
+      g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+      g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+      settle (200);
+      g_assert_true (composer_has_focus (fixture, NULL));
+      g_assert_false (label_selected (view));
+    }
+}
+
 /* Whether the reply's row (@data, or the shown reply's) has all the
  * height it asks for, and the view can scroll to its end. */
 static gboolean
@@ -2164,6 +2253,7 @@ main (int   argc,
   ADD_TEST ("/window/queue", slow, test_queue);
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
+  ADD_TEST ("/window/regenerate-focus", reply, test_regenerate_focus);
   ADD_TEST ("/window/version-details", reply, test_version_details);
   ADD_TEST ("/window/version-longer", long_then_short, test_version_longer);
   ADD_TEST ("/window/too-large", reply, test_too_large);

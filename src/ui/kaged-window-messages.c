@@ -213,9 +213,16 @@ regenerate (KagedWindow *self,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedReceipt) receipt = NULL;
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+  gboolean focus_in_view;
 
   if (self->core == NULL || self->session_id <= 0)
     return;
+
+  /* The reply that has the focus (its button, or its details) is about to
+   * be superseded: the list would give the focus to another message's
+   * text. It goes where the user types next. */
+  focus_in_view = focus != NULL && gtk_widget_is_ancestor (focus, GTK_WIDGET (self->message_view));
 
   receipt = kaged_core_regenerate (self->core, self->session_id, message_id, &error);
   if (receipt == NULL)
@@ -223,6 +230,9 @@ regenerate (KagedWindow *self,
       kaged_window_toast (self, error->message);
       return;
     }
+
+  if (focus_in_view)
+    kaged_composer_focus (self->composer);
 
   self->follow_end = TRUE;
   kaged_window_follow_end (self);

@@ -1063,6 +1063,11 @@ kaged_window_init (KagedWindow *self)
   self->deleting = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
   self->follow_end = TRUE;
 
+  /* Messages and a reply's details are selectable text: the focus that
+   * reaches one, by Tab or when a popover opens, would select all of it,
+   * and what is typed next would go nowhere. */
+  g_object_set (gtk_widget_get_settings (GTK_WIDGET (self)), "gtk-label-select-on-focus", FALSE, NULL);
+
   self->session_signals = g_signal_group_new (KAGED_TYPE_SESSION);
   g_signal_group_connect_swapped (self->session_signals, "notify::title",
                                   G_CALLBACK (update_title), self);

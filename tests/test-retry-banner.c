@@ -245,7 +245,7 @@ test_reason_texts (void)
       g_assert_cmpstr (reason, ==, cases[i].reason);
     }
 
-  g_assert_cmpstr (kaged_retry_describe_wait_source ("backoff"), ==, "exponential backoff");
+  g_assert_cmpstr (kaged_retry_describe_wait_source ("backoff"), ==, "Kaged, doubling after each failure");
   g_assert_cmpstr (kaged_retry_describe_wait_source ("retry-after"), ==,
                    "the provider’s Retry-After header");
   g_assert_cmpstr (kaged_retry_describe_wait_source ("x-ratelimit-reset"), ==,
@@ -359,7 +359,7 @@ test_overloaded (Fixture       *f,
 
   g_assert_true (kaged_retry_banner_get_revealed (f->banner));
   g_assert_cmpstr (label_text (f, "reason"), ==, "The provider is overloaded (HTTP 529)");
-  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 1 · wait set by exponential backoff");
+  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 1 · wait set by Kaged, doubling after each failure");
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 2 s");
 
   /* The next failure of the retry: attempt 2. */
@@ -367,7 +367,7 @@ test_overloaded (Fixture       *f,
   fail_run (f, kaged_retry_scheduler_get_run_id (f->scheduler), KAGED_RETRY_CLASS_OVERLOADED,
             503, 0, NULL);
   g_assert_cmpstr (label_text (f, "reason"), ==, "The provider is overloaded (HTTP 503)");
-  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 2 · wait set by exponential backoff");
+  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 2 · wait set by Kaged, doubling after each failure");
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 4 s");
 }
 

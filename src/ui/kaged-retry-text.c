@@ -120,7 +120,8 @@ const char *
 kaged_retry_describe_wait_source (const char *wait_source)
 {
   if (wait_source == NULL || g_str_equal (wait_source, KAGED_RETRY_WAIT_SOURCE_BACKOFF))
-    return _("exponential backoff");
+    /* Translators: follows "wait set by"; each wait is twice the last one */
+    return _("Kaged, doubling after each failure");
 
   if (g_str_equal (wait_source, "retry-after") || g_str_equal (wait_source, "retry-after-ms"))
     return _("the provider’s Retry-After header");

@@ -907,6 +907,13 @@ test_row_operator (RowFixture    *f,
   kaged_message_row_set_queued (f->row, FALSE);
   iterate ();
   g_assert_null (shown_label (row, "Queued"));
+
+  /* Blank lines typed before or after the text make no empty space in the
+   * bubble; the text itself is kept as typed, indentation included. */
+  kaged_message_set_content (message, "\n\n  Indented\nSecond line  \n\n\n");
+  iterate ();
+  g_assert_nonnull (shown_label (row, "  Indented\nSecond line"));
+  g_assert_cmpstr (kaged_message_get_content (message), ==, "\n\n  Indented\nSecond line  \n\n\n");
 }
 
 static void
@@ -1524,6 +1531,34 @@ test_row_copy (RowFixture    *f,
 
   copied = read_clipboard (GTK_WIDGET (f->row));
   g_assert_cmpstr (copied, ==, "Use `ls`:\n\n```sh\nls\n```");
+}
+
+/* A reply with no text, one that failed before its first words, offers
+ * nothing to copy; its details stay, they tell why it failed. Copy comes
+ * with the first words of a reply that streams. */
+static void
+test_row_copy_needs_text (RowFixture    *f,
+                          gconstpointer  data)
+{
+  g_autoptr(KagedMessage) failed = new_message (4, KAGED_MESSAGE_ROLE_AGENT, "", KAGED_MESSAGE_STATUS_FAILED);
+  g_autoptr(KagedMessage) streaming = new_message (5, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                   KAGED_MESSAGE_STATUS_STREAMING);
+  GtkWidget *row = GTK_WIDGET (f->row);
+
+  kaged_message_set_retry_class (failed, KAGED_RETRY_CLASS_NETWORK);
+  kaged_message_row_set_message (f->row, failed);
+  iterate ();
+  g_assert_false (shown (button (row, "Copy")));
+  g_assert_true (shown (button (row, "Message Details")));
+  g_assert_true (shown (button (row, "Regenerate")));
+
+  kaged_message_row_set_message (f->row, streaming);
+  iterate ();
+  g_assert_false (shown (button (row, "Copy")));
+  kaged_message_set_content (streaming, "First words");
+  kaged_message_set_status (streaming, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+  g_assert_true (shown (button (row, "Copy")));
 }
 
 static void
@@ -2407,6 +2442,7 @@ main (int   argc,
   g_test_add_func ("/message-row/streaming-interval-rule", test_row_streaming_interval_rule);
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
+  ROW_TEST ("/message-row/copy-needs-text", test_row_copy_needs_text);
   ROW_TEST ("/message-row/pager", test_row_pager);
   ROW_TEST ("/message-row/details", test_row_details);
   ROW_TEST ("/message-row/details-live", test_row_details_live);

@@ -9,6 +9,7 @@
 
 #include <adwaita.h>
 #include <glib/gi18n.h>
+#include <string.h>
 
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
@@ -489,6 +490,38 @@ forget_pending_content (KagedMessageRow *self)
 
 /* The text on screen: the operator's as written, a reply as Markdown. Only
  * the one shown is set, so a row does not parse Markdown it hides. */
+/* The operator's text as typed, without the blank lines before or after
+ * it, which would only leave empty space in the bubble. */
+static void
+set_operator_text (KagedMessageRow *self,
+                   const char      *content)
+{
+  const char *start = content != NULL ? content : "";
+  const char *end;
+  const char *line;
+
+  /* Whole blank lines at the start; the indentation of the first line
+   * with text stays. */
+  for (line = start; *line == ' ' || *line == '\t' || *line == '\r' || *line == '\n'; line++)
+    if (*line == '\n')
+      start = line + 1;
+
+  end = start + strlen (start);
+  while (end > start && g_ascii_isspace (end[-1]))
+    end--;
+
+  if (*end == '\0' && start == content)
+    {
+      gtk_label_set_label (self->operator_label, content);
+    }
+  else
+    {
+      g_autofree char *text = g_strndup (start, end - start);
+
+      gtk_label_set_label (self->operator_label, text);
+    }
+}
+
 static void
 show_content (KagedMessageRow *self)
 {
@@ -505,8 +538,10 @@ show_content (KagedMessageRow *self)
   else
     {
       kaged_markdown_view_set_text (self->markdown_view, NULL);
-      gtk_label_set_label (self->operator_label, content != NULL ? content : "");
+      set_operator_text (self, content);
     }
+
+  gtk_widget_set_visible (GTK_WIDGET (self->copy_button), content != NULL && content[0] != '\0');
 }
 
 /**

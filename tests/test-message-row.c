@@ -1269,16 +1269,32 @@ test_row_statuses (RowFixture    *f,
   g_assert_nonnull (shown_label (row, "Partial answ"));
   g_assert_false (shown (button (row, "Open Preferences")));
 
-  /* Without a word of the reply, the server was not reached. */
+  /* Without a word of the reply, the server was not reached: the row says
+   * what to do about it, and offers the preferences where the profile has
+   * a page. */
+  kaged_message_row_set_unreachable_hint (f->row, "Is Ollama running?");
   kaged_message_set_content (message, "");
   iterate ();
   g_assert_nonnull (shown_label (row, "Could not reach the server"));
   g_assert_null (shown_label (row, "The connection was lost before the reply was complete"));
+  g_assert_nonnull (shown_label (row, "Is Ollama running?"));
+  g_assert_false (shown (button (row, "Open Preferences")));
+  kaged_message_row_set_profile_id (f->row, "profile-7");
+  iterate ();
+  g_assert_true (shown (button (row, "Open Preferences")));
+  kaged_message_row_set_profile_id (f->row, NULL);
+  iterate ();
+  g_assert_false (shown (button (row, "Open Preferences")));
   kaged_message_set_content (message, "Partial answ");
+  iterate ();
+  g_assert_null (shown_label (row, "Is Ollama running?"));
 
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
+  kaged_message_set_content (message, "");
   iterate ();
   g_assert_nonnull (shown_label (row, "The provider is overloaded"));
+  g_assert_null (shown_label (row, "Is Ollama running?"));
+  kaged_message_set_content (message, "Partial answ");
 
   /* A key problem offers the preferences. */
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_AUTH_FAILED);

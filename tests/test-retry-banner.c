@@ -8,6 +8,7 @@
 #include <adwaita.h>
 
 #include "kaged-clock.h"
+#include "kaged-profile.h"
 #include "kaged-retry-banner.h"
 #include "kaged-retry-scheduler.h"
 #include "kaged-retry-text.h"
@@ -252,6 +253,53 @@ test_reason_texts (void)
                    "the provider’s rate-limit reset time");
   g_assert_cmpstr (kaged_retry_describe_wait_source ("provider-reset"), ==,
                    "the provider’s quota reset time");
+}
+
+static KagedProfile *
+new_profile (const char        *id,
+             KagedProviderKind  kind,
+             const char        *base_url)
+{
+  KagedProfile *profile = kaged_profile_new ("A Provider", kind, base_url, "a-model");
+
+  kaged_profile_set_id (profile, id);
+
+  return profile;
+}
+
+/* What a person can do about a server that cannot be reached: start
+ * Ollama on this computer; check a server elsewhere, and in Preferences
+ * its address, unless it was given on the command line. */
+static void
+test_unreachable_hint (void)
+{
+  struct {
+    const char *id;
+    KagedProviderKind kind;
+    const char *base_url;
+    const char *hint;
+  } cases[] = {
+    { "default", KAGED_PROVIDER_KIND_OLLAMA, "http://localhost:11434",
+      "Is Ollama running? Start it on this computer, or choose another provider in Preferences." },
+    { "default", KAGED_PROVIDER_KIND_OLLAMA, "http://gpu-box.lan:11434",
+      "Check that the server at http://gpu-box.lan:11434 is running and that its address in Preferences is right." },
+    { "work", KAGED_PROVIDER_KIND_OPENAI, "http://127.0.0.1:9/v1",
+      "Check that the server at http://127.0.0.1:9/v1 is running and that its address in Preferences is right." },
+    { NULL, KAGED_PROVIDER_KIND_OPENAI, "http://127.0.0.1:8080/v1",
+      "Check that the server at http://127.0.0.1:8080/v1, given on the command line, is running." },
+    { NULL, KAGED_PROVIDER_KIND_OLLAMA, "http://127.0.0.1:11434",
+      "Is Ollama running? Start it on this computer." },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(KagedProfile) profile = new_profile (cases[i].id, cases[i].kind, cases[i].base_url);
+      g_autofree char *hint = kaged_retry_describe_unreachable (profile);
+
+      g_assert_cmpstr (hint, ==, cases[i].hint);
+    }
+
+  g_assert_null (kaged_retry_describe_unreachable (NULL));
 }
 
 /* A retry scheduled for after midnight says "tomorrow" until midnight. */
@@ -659,6 +707,7 @@ main (int   argc,
   ADD ("clock-format-setting", test_clock_format_setting);
   g_test_add_func ("/retry-banner/format", test_format);
   g_test_add_func ("/retry-banner/reason-texts", test_reason_texts);
+  g_test_add_func ("/retry-banner/unreachable-hint", test_unreachable_hint);
 
 #undef ADD
 

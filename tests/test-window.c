@@ -1318,6 +1318,15 @@ test_provider_unreachable (Fixture       *fixture,
   g_assert_true (wait_for (fixture, reply_on_screen, "Could not reach the server"));
   failing = kaged_window_get_session_id (fixture->window);
 
+  /* What to do about it, and where. */
+  g_assert_true (reply_on_screen (fixture, "Check that the server at http://127.0.0.1:9/v1 is running "
+                                           "and that its address in Preferences is right."));
+  g_assert_true (button_shown (fixture, "Open Preferences"));
+  g_clear_pointer (&preferences_profile_opened, g_free);
+  g_signal_emit_by_name (find_button_labelled (child (fixture, "message_view"), "Open Preferences"), "clicked");
+  g_assert_nonnull (preferences_profile_opened);
+  g_assert_cmpstr (preferences_profile_opened, !=, "");
+
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
   for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL;

@@ -57,6 +57,7 @@ struct _KagedMessageRow
   KagedRun *run;
   char *provider_name;
   char *profile_id;
+  char *unreachable_hint;
   char *model_name;
   guint queued : 1;
 
@@ -99,6 +100,7 @@ struct _KagedMessageRow
   GtkBox *error_box;
   GtkLabel *error_label;
   GtkLabel *error_detail_label;
+  GtkLabel *hint_label;
   GtkButton *preferences_button;
   GtkBox *actions_box;
   GtkBox *pager_box;
@@ -430,7 +432,20 @@ update_state (KagedMessageRow *self)
       gtk_label_set_label (self->error_detail_label, detail != NULL ? detail : "");
       gtk_widget_set_visible (GTK_WIDGET (self->error_detail_label),
                               detail != NULL && detail[0] != '\0' && g_strcmp0 (detail, sentence) != 0);
-      gtk_widget_set_visible (GTK_WIDGET (self->preferences_button), needs_preferences (retry_class));
+      /* The server was not reached: what to do about it, and where. */
+      {
+        const char *content = kaged_message_get_content (self->message);
+        gboolean unreached = retry_class == KAGED_RETRY_CLASS_NETWORK &&
+                             (content == NULL || content[0] == '\0');
+        gboolean has_page = self->profile_id != NULL && self->profile_id[0] != '\0';
+
+        gtk_label_set_label (self->hint_label, unreached && self->unreachable_hint != NULL
+                                               ? self->unreachable_hint : "");
+        gtk_widget_set_visible (GTK_WIDGET (self->hint_label),
+                                unreached && self->unreachable_hint != NULL);
+        gtk_widget_set_visible (GTK_WIDGET (self->preferences_button),
+                                needs_preferences (retry_class) || (unreached && has_page));
+      }
     }
 
   update_pager (self);
@@ -1053,6 +1068,7 @@ kaged_message_row_finalize (GObject *object)
   KagedMessageRow *self = (KagedMessageRow *)object;
 
   g_clear_pointer (&self->provider_name, g_free);
+  g_clear_pointer (&self->unreachable_hint, g_free);
   g_clear_pointer (&self->profile_id, g_free);
   g_clear_pointer (&self->model_name, g_free);
 
@@ -1277,6 +1293,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, error_box);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, error_label);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, error_detail_label);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, hint_label);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, preferences_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, actions_box);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, pager_box);
@@ -1522,7 +1539,29 @@ kaged_message_row_set_profile_id (KagedMessageRow *self,
       gtk_actionable_set_action_name (GTK_ACTIONABLE (self->preferences_button), "app.preferences");
     }
 
+  update_state (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROFILE_ID]);
+}
+
+/**
+ * kaged_message_row_set_unreachable_hint:
+ * @hint: (nullable): what to do when the provider's server cannot be
+ *   reached, such as "Is Ollama running? …"
+ *
+ * Sets what a reply that failed without reaching the server says to do.
+ */
+void
+kaged_message_row_set_unreachable_hint (KagedMessageRow *self,
+                                        const char      *hint)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  if (g_strcmp0 (self->unreachable_hint, hint) == 0)
+    return;
+
+  g_free (self->unreachable_hint);
+  self->unreachable_hint = g_strdup (hint);
+  update_state (self);
 }
 
 const char *

@@ -137,6 +137,46 @@ kaged_retry_describe_wait_source (const char *wait_source)
 }
 
 /**
+ * kaged_retry_describe_unreachable:
+ * @profile: (nullable): the profile whose server could not be reached
+ *
+ * What a person can do when the server of @profile cannot be reached:
+ * start Ollama on this computer, or check the server and its address. A
+ * profile given on the command line (without an id) is not in the
+ * preferences.
+ *
+ * Returns: (transfer full) (nullable): a sentence or two, or %NULL
+ *   without a profile
+ */
+char *
+kaged_retry_describe_unreachable (KagedProfile *profile)
+{
+  const char *id;
+  const char *base_url;
+  gboolean saved;
+
+  if (profile == NULL)
+    return NULL;
+
+  id = kaged_profile_get_id (profile);
+  base_url = kaged_profile_get_base_url (profile);
+  saved = id != NULL && id[0] != '\0';
+
+  if (kaged_profile_get_kind (profile) == KAGED_PROVIDER_KIND_OLLAMA && kaged_url_is_local (base_url))
+    return g_strdup (saved ? _("Is Ollama running? Start it on this computer, or choose another provider in Preferences.")
+                           : _("Is Ollama running? Start it on this computer."));
+
+  if (saved)
+    /* Translators: %s is a server's address, e.g. http://localhost:8080/v1 */
+    return g_strdup_printf (_("Check that the server at %s is running and that its address in Preferences is right."),
+                            base_url != NULL ? base_url : "");
+
+  /* Translators: %s is a server's address, e.g. http://localhost:8080/v1 */
+  return g_strdup_printf (_("Check that the server at %s, given on the command line, is running."),
+                          base_url != NULL ? base_url : "");
+}
+
+/**
  * kaged_retry_describe_reason:
  * @retry_class: the class of the failure a retry waits for
  * @http_status: its HTTP status, or 0

@@ -8,6 +8,7 @@
 #include <gio/gio.h>
 
 #include "kaged-models.h"
+#include "kaged-profile.h"
 #include "kaged-retry-scheduler.h"
 
 G_BEGIN_DECLS
@@ -31,5 +32,6 @@ GSettings  *kaged_retry_new_interface_settings   (void);
 char       *kaged_retry_describe_connection      (KagedConnectionResult *result);
 char       *kaged_retry_describe_models_failure  (KagedRetryClass      retry_class,
                                                   guint                http_status);
+char       *kaged_retry_describe_unreachable     (KagedProfile        *profile);
 
 G_END_DECLS

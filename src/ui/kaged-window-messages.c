@@ -12,6 +12,7 @@
 #include "kaged-conversation.h"
 #include "kaged-core-settings.h"
 #include "kaged-message-row.h"
+#include "kaged-retry-text.h"
 #include "kaged-window-private.h"
 
 /**
@@ -481,6 +482,19 @@ bind_reply_run (KagedWindow     *self,
         run_profile_id = g_strdup (kaged_profile_get_id (conversation_profile));
     }
   kaged_message_row_set_profile_id (row, run_profile_id);
+
+  /* A reply that does not reach the server says what to do about the one
+   * a retry goes to: the conversation's. It may fail while shown. */
+  {
+    g_autofree char *hint = NULL;
+
+    if (conversation_profile == NULL)
+      conversation_profile = kaged_core_dup_session_profile (self->core,
+                                                             kaged_message_get_session_id (message),
+                                                             NULL);
+    hint = kaged_retry_describe_unreachable (conversation_profile);
+    kaged_message_row_set_unreachable_hint (row, hint);
+  }
 }
 
 static void

@@ -1115,6 +1115,13 @@ file_exists (Fixture       *fixture,
                                                                  "exported");
 }
 
+static gboolean
+toast_shown (Fixture       *fixture,
+             gconstpointer  data)
+{
+  return label_shows (child (fixture, "toast_overlay"), data);
+}
+
 static void
 test_export (Fixture       *fixture,
              gconstpointer  data)
@@ -1133,6 +1140,18 @@ test_export (Fixture       *fixture,
   g_assert_no_error (error);
   g_assert_nonnull (strstr (markdown, "Why is the sky blue?"));
   g_assert_nonnull (strstr (markdown, REPLY));
+
+  /* The toast offers to open what was written. */
+  g_assert_true (wait_for (fixture, toast_shown, "Conversation exported"));
+  {
+    GtkWidget *open = find_button_labelled (child (fixture, "toast_overlay"), "_Open");
+    g_autofree char *uri = g_file_get_uri (file);
+
+    g_assert_nonnull (open);
+    g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (open)), ==, "win.open-export");
+    g_assert_cmpstr (g_variant_get_string (gtk_actionable_get_action_target_value (GTK_ACTIONABLE (open)), NULL),
+                     ==, uri);
+  }
 }
 
 static gboolean
@@ -1620,13 +1639,6 @@ test_rename (Fixture       *fixture,
     g_signal_emit_by_name (entry, "activate");
     g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (row)), ==, "Blue skies");
   }
-}
-
-static gboolean
-toast_shown (Fixture       *fixture,
-             gconstpointer  data)
-{
-  return label_shows (child (fixture, "toast_overlay"), data);
 }
 
 static void

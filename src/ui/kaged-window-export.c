@@ -16,22 +16,71 @@
  * Export: the conversation shown, as Markdown, to a file the user picks.
  */
 
+typedef struct
+{
+  KagedWindow *window;
+  GFile *file;
+} Export;
+
+static void
+export_free (Export *export)
+{
+  g_object_unref (export->window);
+  g_object_unref (export->file);
+  g_free (export);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (Export, export_free)
+
 static void
 export_written_cb (GObject      *object,
                    GAsyncResult *result,
                    gpointer      user_data)
 {
-  g_autoptr(KagedWindow) self = user_data;
+  g_autoptr(Export) export = user_data;
   g_autoptr(GError) error = NULL;
+  g_autofree char *uri = NULL;
+  AdwToast *toast;
 
   if (!kaged_export_write_finish (result, &error))
     {
       if (!g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
-        kaged_window_toast (self, error->message);
+        kaged_window_toast (export->window, error->message);
       return;
     }
 
-  kaged_window_toast (self, _("Conversation exported"));
+  /* What was written can be read at once. */
+  uri = g_file_get_uri (export->file);
+  toast = adw_toast_new (_("Conversation exported"));
+  adw_toast_set_timeout (toast, 5);
+  adw_toast_set_button_label (toast, _("_Open"));
+  adw_toast_set_action_name (toast, "win.open-export");
+  adw_toast_set_action_target_value (toast, g_variant_new_string (uri));
+  adw_toast_overlay_add_toast (export->window->toast_overlay, toast);
+}
+
+#if GTK_CHECK_VERSION (4, 10, 0)
+# define HAVE_FILE_LAUNCHER (GDK_VERSION_MAX_ALLOWED >= GDK_VERSION_4_10)
+#else
+# define HAVE_FILE_LAUNCHER 0
+#endif
+
+/* Opens an exported file in the application that reads Markdown. */
+static void
+open_export_action (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  const char *uri = g_variant_get_string (parameter, NULL);
+
+#if HAVE_FILE_LAUNCHER
+  g_autoptr(GFile) file = g_file_new_for_uri (uri);
+  g_autoptr(GtkFileLauncher) launcher = gtk_file_launcher_new (file);
+
+  gtk_file_launcher_launch (launcher, GTK_WINDOW (widget), NULL, NULL, NULL);
+#else
+  gtk_show_uri (GTK_WINDOW (widget), uri, GDK_CURRENT_TIME);
+#endif
 }
 
 /**
@@ -39,7 +88,7 @@ export_written_cb (GObject      *object,
  * @file: where to write the Markdown
  *
  * Writes the conversation shown to @file, in the background; a toast says
- * how it went.
+ * how it went, and offers to open the file.
  */
 void
 kaged_window_export_to_file (KagedWindow *self,
@@ -47,6 +96,7 @@ kaged_window_export_to_file (KagedWindow *self,
 {
   KagedSession *session = NULL;
   const char *title = NULL;
+  Export *export;
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
   g_return_if_fail (G_IS_FILE (file));
@@ -59,9 +109,12 @@ kaged_window_export_to_file (KagedWindow *self,
   if (session != NULL)
     title = kaged_session_get_title (session);
 
+  export = g_new0 (Export, 1);
+  export->window = g_object_ref (self);
+  export->file = g_object_ref (file);
   kaged_export_write_async (self->conversation,
                             title != NULL && title[0] != '\0' ? title : _("Conversation"),
-                            file, NULL, export_written_cb, g_object_ref (self));
+                            file, NULL, export_written_cb, export);
 }
 
 static char *
@@ -173,6 +226,7 @@ void
 kaged_window_class_init_export (GtkWidgetClass *widget_class)
 {
   gtk_widget_class_install_action (widget_class, "win.export", NULL, export_action);
+  gtk_widget_class_install_action (widget_class, "win.open-export", "s", open_export_action);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_e, GDK_CONTROL_MASK,
                                        "win.export", NULL);
 }

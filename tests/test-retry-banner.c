@@ -678,6 +678,51 @@ test_narrow (Fixture       *f,
   iterate ();
 }
 
+/* How many lines the reason shown takes. */
+static int
+reason_lines (GtkWidget *banner)
+{
+  GtkWidget *label = find_named (banner, "reason");
+
+  if (!gtk_widget_get_mapped (label))
+    label = find_named (banner, "reason-narrow");
+  g_assert_true (gtk_widget_get_mapped (label));
+
+  return pango_layout_get_line_count (gtk_label_get_layout (GTK_LABEL (label)));
+}
+
+/* Beside the sidebar of a usual window, the banner has some 680 px: a long
+ * reason reads on one or two lines, not in a column of three beside the
+ * buttons. */
+static void
+test_reason_room (Fixture       *f,
+                  gconstpointer  data)
+{
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 503, START_WALL_MS + 30 * 1000, "retry-after");
+  g_assert_cmpstr (label_text (f, "reason"), ==,
+                   "The provider is overloaded (HTTP 503) — the provider asked to wait 30 s");
+
+  for (int width = 1000; width >= 520; width -= 80)
+    {
+      GtkWindow *window = GTK_WINDOW (gtk_window_new ());
+      KagedRetryBanner *banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
+
+      gtk_window_set_default_size (window, width, 200);
+      kaged_retry_banner_set_scheduler (banner, f->scheduler);
+      gtk_window_set_child (window, GTK_WIDGET (banner));
+      gtk_window_present (window);
+      for (guint i = 0; i < 50; i++)
+        iterate ();
+
+      g_test_message ("%d px: the reason takes %d lines", gtk_widget_get_width (GTK_WIDGET (banner)),
+                      reason_lines (GTK_WIDGET (banner)));
+      g_assert_cmpint (reason_lines (GTK_WIDGET (banner)), <=, 2);
+
+      gtk_window_destroy (window);
+      iterate ();
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -691,6 +736,7 @@ main (int   argc,
   g_test_add ("/retry-banner/" path, Fixture, NULL, fixture_set_up, func, fixture_tear_down)
 
   ADD ("hidden-when-idle", test_hidden_when_idle);
+  ADD ("reason-room", test_reason_room);
   ADD ("countdown", test_countdown);
   ADD ("overloaded", test_overloaded);
   ADD ("scheduled", test_scheduled);

@@ -508,7 +508,7 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_widget_add_css_class (box, "wide");
   texts = build_texts (wide, "");
   /* Below this the words would squeeze into a column: go narrow instead. */
-  gtk_label_set_width_chars (wide->reason_label, 24);
+  gtk_label_set_width_chars (wide->reason_label, 32);
   gtk_box_append (GTK_BOX (box), GTK_WIDGET (wide->icon));
   gtk_box_append (GTK_BOX (box), texts);
   gtk_box_append (GTK_BOX (box), GTK_WIDGET (build_status (wide, "")));

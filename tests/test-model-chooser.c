@@ -552,6 +552,28 @@ test_narrow (Fixture       *fixture,
   g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · fake-small");
 }
 
+/* A profile and a model too long to read together: the button reads the
+ * model, which is what differs between conversations. */
+static void
+test_long_names (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autoptr(KagedProfile) profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI,
+                                                       "http://127.0.0.1:9/v1",
+                                                       "claude-3-5-sonnet-20241022");
+
+  kaged_core_set_profile (fixture->core, profile);
+  iterate ();
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "claude-3-5-sonnet-20241022");
+
+  /* Short enough, both. */
+  g_clear_object (&profile);
+  profile = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI, "http://127.0.0.1:9/v1", "gpt-4o");
+  kaged_core_set_profile (fixture->core, profile);
+  iterate ();
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Command Line · gpt-4o");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -566,6 +588,7 @@ main (int   argc,
   g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/new-conversation", Fixture, NULL, fixture_set_up, test_new_conversation, fixture_tear_down);
   g_test_add ("/model-chooser/narrow", Fixture, NULL, fixture_set_up, test_narrow, fixture_tear_down);
+  g_test_add ("/model-chooser/long-names", Fixture, NULL, fixture_set_up, test_long_names, fixture_tear_down);
   g_test_add ("/model-chooser/wrong-address-offers-preferences", Fixture, NULL,
               fixture_set_up, test_failure_offers_preferences, fixture_tear_down);
   g_test_add ("/model-chooser/refused-offers-preferences", Fixture, "sk-kaged-never-sent",

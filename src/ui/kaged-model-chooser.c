@@ -163,9 +163,12 @@ update_label (KagedModelChooser *self)
   /* Translators: the conversation's provider profile and model, e.g. "Work · gpt-4o" */
   label = g_strdup_printf (_("%s · %s"), kaged_profile_get_name (profile),
                            model != NULL ? model : "");
-  /* A narrow header has room for a few letters: the model's, which is what
-   * differs between conversations; the description keeps both. */
-  if (self->narrow && model != NULL && *model != '\0')
+  /* A narrow header has room for a few letters, and a long pair would
+   * read as the start of the one and the end of the other: the model
+   * alone, which is what differs between conversations. The description
+   * keeps both. */
+  if (model != NULL && *model != '\0' &&
+      (self->narrow || g_utf8_strlen (label, -1) > gtk_label_get_max_width_chars (self->button_label)))
     gtk_label_set_label (self->button_label, model);
   else
     gtk_label_set_label (self->button_label, label);

@@ -17,6 +17,7 @@
 #include "kaged-retry-banner.h"
 #include "kaged-session-row.h"
 #include "kaged-window.h"
+#include "kaged-window-private.h"
 
 #define HELP_OVERLAY "/io/github/kaged/Kaged/gtk/help-overlay.ui"
 
@@ -90,7 +91,7 @@ static gboolean
 is_our_action (const char *name)
 {
   static const char * const prefixes[] = {
-    "app.", "win.", "composer.", "message.", "row.", "retry-banner.", "session.",
+    "app.", "win.", "composer.", "edit.", "message.", "row.", "retry-banner.", "session.",
     "window.close", NULL
   };
 
@@ -169,6 +170,13 @@ collect_bound (GtkApplication *application,
     }
 
   collect_widget_shortcuts (window, bound);
+  /* The dialog that edits a message binds its own keys while it is open. */
+  {
+    GtkWidget *dialog = kaged_window_new_edit_dialog (KAGED_WINDOW (window), 1, "An edited message");
+
+    collect_widget_shortcuts (dialog, bound);
+    gtk_window_destroy (GTK_WINDOW (dialog));
+  }
   for (guint i = 0; i < G_N_ELEMENTS (extras); i++)
     {
       g_object_ref_sink (extras[i]);
@@ -294,6 +302,7 @@ test_shortcuts_window_lists_every_shortcut (void)
   g_assert_true (has_accelerator (bound, "<Control>q"));
   g_assert_true (has_accelerator (bound, "<Control>n"));
   g_assert_true (has_accelerator (bound, "<Control><Shift>r"));
+  g_assert_true (has_accelerator (bound, "<Control>Return"));
 
   /* Everything bound is listed. */
   for (guint i = 0; i < bound->len; i++)

@@ -792,6 +792,61 @@ test_edit (Fixture       *fixture,
   g_assert_true (kaged_message_is_superseded (original));
 }
 
+static AdwMessageDialog *
+find_edit_dialog (void)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GObject) toplevel = g_list_model_get_item (toplevels, i);
+
+      if (ADW_IS_MESSAGE_DIALOG (toplevel) && gtk_widget_get_visible (GTK_WIDGET (toplevel)))
+        return ADW_MESSAGE_DIALOG (toplevel);
+    }
+
+  return NULL;
+}
+
+/* Edit from the message's button: the dialog holds the text, and
+ * Ctrl+Enter sends it as the composer's Enter does. */
+static void
+test_edit_dialog (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  AdwMessageDialog *dialog;
+  GtkWidget *focus;
+  gint64 question;
+
+  send (fixture, "Why is the sea blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  question = kaged_message_get_id (shown_message (fixture, 0));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.edit", "x", question));
+  dialog = find_edit_dialog ();
+  g_assert_nonnull (dialog);
+  focus = gtk_root_get_focus (GTK_ROOT (dialog));
+  g_assert_true (GTK_IS_TEXT_VIEW (focus));
+  {
+    GtkTextBuffer *buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (focus));
+    GtkTextIter start, end;
+    g_autofree char *text = NULL;
+
+    gtk_text_buffer_get_bounds (buffer, &start, &end);
+    text = gtk_text_buffer_get_text (buffer, &start, &end, FALSE);
+    g_assert_cmpstr (text, ==, "Why is the sea blue?");
+    gtk_text_buffer_set_text (buffer, "Why is the sky blue?", -1);
+  }
+
+  /* What Ctrl+Enter does. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (dialog), "edit.send", NULL));
+  g_assert_null (find_edit_dialog ());
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
+  g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 0)), !=, question);
+}
+
 static gboolean
 banner_revealed (Fixture       *fixture,
                  gconstpointer  data)
@@ -2279,6 +2334,7 @@ main (int   argc,
   ADD_TEST ("/window/version-longer", long_then_short, test_version_longer);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);
+  ADD_TEST ("/window/edit-dialog", reply, test_edit_dialog);
   ADD_TEST ("/window/export", reply, test_export);
   ADD_TEST ("/window/no-model", reply, test_no_model);
   ADD_TEST ("/window/no-key", reply, test_no_key);

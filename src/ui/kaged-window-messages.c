@@ -328,21 +328,41 @@ edit_response_cb (AdwMessageDialog *dialog,
   kaged_window_edit (self, *message_id, text);
 }
 
+/* Ctrl+Enter: what the composer's Enter does, where Enter starts a line. */
 static void
-edit_action (GtkWidget  *widget,
-             const char *action_name,
-             GVariant   *parameter)
+edit_send_cb (GSimpleAction *action,
+              GVariant      *parameter,
+              gpointer       user_data)
 {
-  KagedWindow *self = KAGED_WINDOW (widget);
-  gint64 message_id = g_variant_get_int64 (parameter);
-  g_autoptr(KagedMessage) message = NULL;
+  AdwMessageDialog *dialog = user_data;
+
+  adw_message_dialog_response (dialog, "send");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+}
+
+/**
+ * kaged_window_new_edit_dialog:
+ * @message_id: the operator's message to edit
+ * @text: its text
+ *
+ * The dialog that edits a message: *Send* (or Ctrl+Enter) posts the edited
+ * text through kaged_window_edit().
+ *
+ * Returns: (transfer none): the dialog, not yet shown
+ */
+GtkWidget *
+kaged_window_new_edit_dialog (KagedWindow *self,
+                              gint64       message_id,
+                              const char  *text)
+{
+  static const GActionEntry entries[] = {
+    { "send", edit_send_cb, NULL, NULL, NULL, { 0 } },
+  };
+  g_autoptr(GSimpleActionGroup) actions = g_simple_action_group_new ();
+  GtkEventController *shortcuts;
   GtkWidget *dialog;
   GtkWidget *scroller;
   GtkWidget *view;
-
-  if (self->core == NULL ||
-      (message = kaged_store_get_message (kaged_core_get_store (self->core), message_id, NULL)) == NULL)
-    return;
 
   dialog = adw_message_dialog_new (GTK_WINDOW (self), _("Edit Message"),
                                    _("The edited message is sent as a new one, and the "
@@ -355,8 +375,7 @@ edit_action (GtkWidget  *widget,
   gtk_text_view_set_bottom_margin (GTK_TEXT_VIEW (view), 6);
   gtk_text_view_set_left_margin (GTK_TEXT_VIEW (view), 6);
   gtk_text_view_set_right_margin (GTK_TEXT_VIEW (view), 6);
-  gtk_text_buffer_set_text (gtk_text_view_get_buffer (GTK_TEXT_VIEW (view)),
-                            kaged_message_get_content (message), -1);
+  gtk_text_buffer_set_text (gtk_text_view_get_buffer (GTK_TEXT_VIEW (view)), text != NULL ? text : "", -1);
   gtk_accessible_update_property (GTK_ACCESSIBLE (view),
                                   GTK_ACCESSIBLE_PROPERTY_LABEL, _("Edited Message"),
                                   -1);
@@ -377,13 +396,44 @@ edit_action (GtkWidget  *widget,
   adw_message_dialog_set_default_response (ADW_MESSAGE_DIALOG (dialog), "send");
   adw_message_dialog_set_close_response (ADW_MESSAGE_DIALOG (dialog), "cancel");
 
+  /* Before the text view, which would start a line. */
+  g_action_map_add_action_entries (G_ACTION_MAP (actions), entries, G_N_ELEMENTS (entries), dialog);
+  gtk_widget_insert_action_group (dialog, "edit", G_ACTION_GROUP (actions));
+  shortcuts = gtk_shortcut_controller_new ();
+  gtk_event_controller_set_propagation_phase (shortcuts, GTK_PHASE_CAPTURE);
+  gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (shortcuts),
+                                        gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_Return, GDK_CONTROL_MASK),
+                                                          gtk_named_action_new ("edit.send")));
+  gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (shortcuts),
+                                        gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_KP_Enter, GDK_CONTROL_MASK),
+                                                          gtk_named_action_new ("edit.send")));
+  gtk_widget_add_controller (dialog, shortcuts);
+
   g_object_set_data (G_OBJECT (dialog), "kaged-text-view", view);
   g_object_set_data_full (G_OBJECT (dialog), "kaged-message-id",
                           g_memdup2 (&message_id, sizeof message_id), g_free);
   g_signal_connect_object (dialog, "response", G_CALLBACK (edit_response_cb), self, 0);
 
+  return dialog;
+}
+
+static void
+edit_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+  gint64 message_id = g_variant_get_int64 (parameter);
+  g_autoptr(KagedMessage) message = NULL;
+  GtkWidget *dialog;
+
+  if (self->core == NULL ||
+      (message = kaged_store_get_message (kaged_core_get_store (self->core), message_id, NULL)) == NULL)
+    return;
+
+  dialog = kaged_window_new_edit_dialog (self, message_id, kaged_message_get_content (message));
   gtk_window_present (GTK_WINDOW (dialog));
-  gtk_widget_grab_focus (view);
+  gtk_widget_grab_focus (GTK_WIDGET (g_object_get_data (G_OBJECT (dialog), "kaged-text-view")));
 }
 
 /* ---------------------------------------------------------------------------

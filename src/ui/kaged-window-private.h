@@ -92,6 +92,9 @@ gboolean             kaged_window_stop                 (KagedWindow      *self,
                                                         GError          **error);
 KagedListSpan       *kaged_window_span_conversation    (KagedWindow      *self,
                                                         GListModel       *conversation);
+GtkWidget           *kaged_window_new_edit_dialog      (KagedWindow      *self,
+                                                        gint64            message_id,
+                                                        const char       *text);
 void                 kaged_window_messages_scrolled    (KagedWindow      *self);
 void                 kaged_window_show_message         (KagedWindow      *self,
                                                         gint64            session_id,

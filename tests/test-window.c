@@ -823,6 +823,9 @@ test_edit_dialog (Fixture       *fixture,
   g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
   question = kaged_message_get_id (shown_message (fixture, 0));
 
+  /* As a click on the message's Edit does. */
+  g_assert_true (gtk_widget_grab_focus ((GtkWidget *) gtk_widget_get_template_child (
+                   GTK_WIDGET (row_of (fixture, question)), KAGED_TYPE_MESSAGE_ROW, "edit_button")));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.edit", "x", question));
   dialog = find_edit_dialog ();
   g_assert_nonnull (dialog);
@@ -845,6 +848,11 @@ test_edit_dialog (Fixture       *fixture,
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
   g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 0)), !=, question);
+
+  /* The message edited and its button are gone: the focus is where the
+   * user types next. */
+  settle (100);
+  g_assert_true (composer_has_focus (fixture, NULL));
 }
 
 static gboolean

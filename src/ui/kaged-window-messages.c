@@ -325,7 +325,10 @@ edit_response_cb (AdwMessageDialog *dialog,
   buffer = gtk_text_view_get_buffer (view);
   gtk_text_buffer_get_bounds (buffer, &start, &end);
   text = gtk_text_buffer_get_text (buffer, &start, &end, FALSE);
-  kaged_window_edit (self, *message_id, text);
+  /* The message edited, whose button had the focus, leaves the view: the
+   * window takes the focus back where the user types next. */
+  if (kaged_window_edit (self, *message_id, text))
+    kaged_composer_focus (self->composer);
 }
 
 /* Ctrl+Enter: what the composer's Enter does, where Enter starts a line. */

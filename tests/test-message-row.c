@@ -1552,6 +1552,45 @@ test_row_copy (RowFixture    *f,
 /* A reply with no text, one that failed before its first words, offers
  * nothing to copy; its details stay, they tell why it failed. Copy comes
  * with the first words of a reply that streams. */
+/* While Tier 2 waits to retry a failed reply, the reply says it waits,
+ * as the banner under it counts down, rather than that it failed for
+ * good; when the retry is cancelled it has failed. */
+static void
+test_row_retry_pending (RowFixture    *f,
+                        gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (6, KAGED_MESSAGE_ROLE_AGENT, "", KAGED_MESSAGE_STATUS_FAILED);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  GtkWidget *card = (GtkWidget *) gtk_widget_get_template_child (row, KAGED_TYPE_MESSAGE_ROW, "error_box");
+  g_autofree char *status = NULL;
+
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Failed"));
+  g_assert_false (gtk_widget_has_css_class (card, "retry-pending"));
+
+  kaged_message_row_set_retry_pending (f->row, TRUE);
+  g_assert_true (kaged_message_row_get_retry_pending (f->row));
+  iterate ();
+  g_assert_null (shown_label (row, "Failed"));
+  g_assert_nonnull (shown_label (row, "Waiting to retry"));
+  g_assert_nonnull (shown_label (row, "The provider is overloaded"));
+  g_assert_true (gtk_widget_has_css_class (card, "retry-pending"));
+
+  kaged_message_row_set_retry_pending (f->row, FALSE);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Failed"));
+  g_assert_false (gtk_widget_has_css_class (card, "retry-pending"));
+
+  /* Only a failed reply waits for a retry. */
+  kaged_message_row_set_retry_pending (f->row, TRUE);
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);
+  iterate ();
+  status = row_status (f);
+  g_assert_cmpstr (status, ==, "Stopped");
+}
+
 static void
 test_row_copy_needs_text (RowFixture    *f,
                           gconstpointer  data)
@@ -2459,6 +2498,7 @@ main (int   argc,
   ROW_TEST ("/message-row/rebind", test_row_rebind);
   ROW_TEST ("/message-row/copy", test_row_copy);
   ROW_TEST ("/message-row/copy-needs-text", test_row_copy_needs_text);
+  ROW_TEST ("/message-row/retry-pending", test_row_retry_pending);
   ROW_TEST ("/message-row/pager", test_row_pager);
   ROW_TEST ("/message-row/details", test_row_details);
   ROW_TEST ("/message-row/details-live", test_row_details_live);

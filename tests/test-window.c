@@ -1387,6 +1387,7 @@ test_provider_unreachable (Fixture       *fixture,
                            gconstpointer  data)
 {
   GtkWidget *sessions = child (fixture, "session_view");
+  gboolean shown_in_sidebar = FALSE;
   KagedMessage *reply;
   gint64 failing;
 
@@ -1399,6 +1400,10 @@ test_provider_unreachable (Fixture       *fixture,
   g_assert_cmpint (kaged_message_get_retry_class (reply), ==, KAGED_RETRY_CLASS_NETWORK);
   g_assert_true (wait_for (fixture, reply_on_screen, "Could not reach the server"));
   failing = kaged_window_get_session_id (fixture->window);
+
+  /* The reply waits for the retry the banner counts down to. */
+  g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
+  g_assert_false (label_reads (child (fixture, "message_view"), "Failed"));
 
   /* What to do about it, and where. */
   g_assert_true (reply_on_screen (fixture, "Check that the server at http://127.0.0.1:9/v1 is running "
@@ -1421,10 +1426,19 @@ test_provider_unreachable (Fixture       *fixture,
         {
           g_assert_true (kaged_session_row_get_retry_shown (KAGED_SESSION_ROW (row)));
           g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (row), "Retrying in"));
-          return;
+          shown_in_sidebar = TRUE;
         }
     }
-  g_assert_not_reached ();
+  g_assert_true (shown_in_sidebar);
+
+  /* Back to it: once the retry is cancelled, the reply has failed. */
+  kaged_window_show_session (fixture->window, failing);
+  g_assert_true (wait_for (fixture, banner_says, "Retrying in"));
+  g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
+  g_assert_true (gtk_widget_activate_action (child (fixture, "retry_banner"), "retry-banner.cancel", NULL));
+  g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, reply_on_screen, "Failed"));
+  g_assert_false (reply_on_screen (fixture, "Waiting to retry"));
 }
 
 static gboolean

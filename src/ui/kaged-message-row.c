@@ -60,6 +60,7 @@ struct _KagedMessageRow
   char *unreachable_hint;
   char *model_name;
   guint queued : 1;
+  guint retry_pending : 1;
 
   GBindingGroup *message_bindings;
   GSignalGroup *message_signals;
@@ -293,6 +294,9 @@ kaged_message_row_describe_status (KagedMessageRow *self)
         return g_strdup (_("Writing…"));
       }
     case KAGED_MESSAGE_STATUS_FAILED:
+      /* Tier 2 retries it: the banner counts down. */
+      if (self->retry_pending)
+        return g_strdup (_("Waiting to retry"));
       return g_strdup (_("Failed"));
     case KAGED_MESSAGE_STATUS_CANCELLED:
       return g_strdup (_("Stopped"));
@@ -428,6 +432,10 @@ update_state (KagedMessageRow *self)
       g_autofree char *sentence = NULL;
 
       sentence = kaged_message_row_describe_failure (self->message);
+      if (self->retry_pending)
+        gtk_widget_add_css_class (GTK_WIDGET (self->error_box), "retry-pending");
+      else
+        gtk_widget_remove_css_class (GTK_WIDGET (self->error_box), "retry-pending");
       gtk_label_set_label (self->error_label, sentence);
       gtk_label_set_label (self->error_detail_label, detail != NULL ? detail : "");
       gtk_widget_set_visible (GTK_WIDGET (self->error_detail_label),
@@ -1592,6 +1600,35 @@ kaged_message_row_get_queued (KagedMessageRow *self)
   g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), FALSE);
 
   return self->queued;
+}
+
+gboolean
+kaged_message_row_get_retry_pending (KagedMessageRow *self)
+{
+  g_return_val_if_fail (KAGED_IS_MESSAGE_ROW (self), FALSE);
+
+  return self->retry_pending;
+}
+
+/**
+ * kaged_message_row_set_retry_pending:
+ *
+ * Marks a failed reply as one a Tier 2 retry waits to write again: it says
+ * it waits, in the colours of the retry banner, rather than that it
+ * failed.
+ */
+void
+kaged_message_row_set_retry_pending (KagedMessageRow *self,
+                                     gboolean         retry_pending)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  retry_pending = !!retry_pending;
+  if (self->retry_pending == retry_pending)
+    return;
+
+  self->retry_pending = retry_pending;
+  update_state (self);
 }
 
 /**

@@ -37,6 +37,9 @@ void          kaged_message_row_set_profile_id    (KagedMessageRow *self,
 const char   *kaged_message_row_get_model_name    (KagedMessageRow *self);
 void          kaged_message_row_set_model_name    (KagedMessageRow *self,
                                                    const char      *model_name);
+gboolean      kaged_message_row_get_retry_pending (KagedMessageRow *self);
+void          kaged_message_row_set_retry_pending (KagedMessageRow *self,
+                                                   gboolean         retry_pending);
 gboolean      kaged_message_row_get_queued        (KagedMessageRow *self);
 void          kaged_message_row_set_queued        (KagedMessageRow *self,
                                                    gboolean         queued);

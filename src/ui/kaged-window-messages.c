@@ -550,6 +550,61 @@ bind_reply_run (KagedWindow     *self,
   }
 }
 
+/* Whether @message is the reply a Tier 2 retry of the conversation shown
+ * waits to write again: the last one, while the retry counts down or waits
+ * for its time or the network. */
+static gboolean
+retry_waits_for (KagedWindow  *self,
+                 KagedMessage *message)
+{
+  KagedRetryScheduler *scheduler = kaged_retry_banner_get_scheduler (self->retry_banner);
+  g_autoptr(KagedMessage) last = NULL;
+  guint n;
+
+  if (scheduler == NULL || self->conversation == NULL || message == NULL ||
+      kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_AGENT)
+    return FALSE;
+
+  switch (kaged_retry_scheduler_get_state (scheduler))
+    {
+    case KAGED_RETRY_SCHEDULER_STATE_ARMED:
+    case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
+    case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
+      break;
+    case KAGED_RETRY_SCHEDULER_STATE_IDLE:
+    case KAGED_RETRY_SCHEDULER_STATE_DISPATCHING:
+    case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
+    case KAGED_RETRY_SCHEDULER_STATE_CANCELLED:
+    default:
+      return FALSE;
+    }
+
+  n = g_list_model_get_n_items (self->conversation);
+  last = n > 0 ? g_list_model_get_item (self->conversation, n - 1) : NULL;
+
+  return last != NULL && kaged_message_get_id (last) == kaged_message_get_id (message);
+}
+
+/**
+ * kaged_window_update_retry_pending:
+ *
+ * Tells the rows shown which reply a Tier 2 retry waits to write again,
+ * after the retry changed.
+ */
+void
+kaged_window_update_retry_pending (KagedWindow *self)
+{
+  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row))
+        kaged_message_row_set_retry_pending (KAGED_MESSAGE_ROW (row),
+                                             retry_waits_for (self, kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))));
+    }
+}
+
 static void
 message_bind_cb (GtkSignalListItemFactory *factory,
                  GtkListItem              *item,
@@ -559,6 +614,7 @@ message_bind_cb (GtkSignalListItemFactory *factory,
   KagedMessage *message = gtk_list_item_get_item (item);
 
   kaged_message_row_set_message (row, message);
+  kaged_message_row_set_retry_pending (row, retry_waits_for (self, message));
 
   if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
     {

@@ -29,6 +29,7 @@ struct _KagedWindow
   KagedListSpan        *span;       /* the part of @conversation the list shows */
   GtkSelectionModel    *message_selection;
   GSignalGroup         *session_signals; /* the shown KagedSession */
+  GSignalGroup         *retry_signals;   /* the shown session's KagedRetryScheduler */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
   gint64                session_id;
   guint                 scroll_source;
@@ -92,6 +93,7 @@ gboolean             kaged_window_stop                 (KagedWindow      *self,
                                                         GError          **error);
 KagedListSpan       *kaged_window_span_conversation    (KagedWindow      *self,
                                                         GListModel       *conversation);
+void                 kaged_window_update_retry_pending (KagedWindow      *self);
 GtkWidget           *kaged_window_new_edit_dialog      (KagedWindow      *self,
                                                         gint64            message_id,
                                                         const char       *text);

@@ -307,6 +307,7 @@ kaged_window_show_session (KagedWindow *self,
   if (coordinator != NULL && self->session_id > 0)
     scheduler = kaged_retry_coordinator_get_scheduler (coordinator, self->session_id);
   kaged_retry_banner_set_scheduler (self->retry_banner, scheduler);
+  g_signal_group_set_target (self->retry_signals, scheduler);
 
   if (self->session_id > 0 && kaged_window_get_manager (self) != NULL)
     conversation = kaged_window_open_conversation (self, self->session_id);
@@ -875,6 +876,7 @@ kaged_window_dispose (GObject *object)
   g_clear_weak_pointer (&self->phase_clock);
   g_clear_object (&self->message_selection);
   g_clear_object (&self->session_signals);
+  g_clear_object (&self->retry_signals);
 
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_WINDOW);
 
@@ -1067,6 +1069,10 @@ kaged_window_init (KagedWindow *self)
    * reaches one, by Tab or when a popover opens, would select all of it,
    * and what is typed next would go nowhere. */
   g_object_set (gtk_widget_get_settings (GTK_WIDGET (self)), "gtk-label-select-on-focus", FALSE, NULL);
+
+  self->retry_signals = g_signal_group_new (KAGED_TYPE_RETRY_SCHEDULER);
+  g_signal_group_connect_swapped (self->retry_signals, "changed",
+                                  G_CALLBACK (kaged_window_update_retry_pending), self);
 
   self->session_signals = g_signal_group_new (KAGED_TYPE_SESSION);
   g_signal_group_connect_swapped (self->session_signals, "notify::title",

@@ -1549,9 +1549,6 @@ test_row_copy (RowFixture    *f,
   g_assert_cmpstr (copied, ==, "Use `ls`:\n\n```sh\nls\n```");
 }
 
-/* A reply with no text, one that failed before its first words, offers
- * nothing to copy; its details stay, they tell why it failed. Copy comes
- * with the first words of a reply that streams. */
 /* While Tier 2 waits to retry a failed reply, the reply says it waits,
  * as the banner under it counts down, rather than that it failed for
  * good; when the retry is cancelled it has failed. */
@@ -1591,6 +1588,9 @@ test_row_retry_pending (RowFixture    *f,
   g_assert_cmpstr (status, ==, "Stopped");
 }
 
+/* A reply with no text, one that failed before its first words, offers
+ * nothing to copy; its details stay, they tell why it failed. Copy comes
+ * with the first words of a reply that streams. */
 static void
 test_row_copy_needs_text (RowFixture    *f,
                           gconstpointer  data)
@@ -1611,6 +1611,14 @@ test_row_copy_needs_text (RowFixture    *f,
   iterate ();
   g_assert_false (shown (button (row, "Copy")));
   kaged_message_set_content (streaming, "First words");
+  {
+    gint64 deadline = g_get_monotonic_time () + kaged_test_usec (10 * G_USEC_PER_SEC);
+
+    while (!shown (button (row, "Copy")) && g_get_monotonic_time () < deadline)
+      g_main_context_iteration (NULL, TRUE);
+  }
+  g_assert_true (shown (button (row, "Copy")));
+  g_assert_cmpint (kaged_message_get_status (streaming), ==, KAGED_MESSAGE_STATUS_STREAMING);
   kaged_message_set_status (streaming, KAGED_MESSAGE_STATUS_COMPLETE);
   iterate ();
   g_assert_true (shown (button (row, "Copy")));

@@ -511,8 +511,6 @@ forget_pending_content (KagedMessageRow *self)
   g_clear_object (&self->content_clock);
 }
 
-/* The text on screen: the operator's as written, a reply as Markdown. Only
- * the one shown is set, so a row does not parse Markdown it hides. */
 /* The operator's text as typed, without the blank lines before or after
  * it, which would only leave empty space in the bubble. */
 static void
@@ -545,6 +543,8 @@ set_operator_text (KagedMessageRow *self,
     }
 }
 
+/* The text on screen: the operator's as written, a reply as Markdown. Only
+ * the one shown is set, so a row does not parse Markdown it hides. */
 static void
 show_content (KagedMessageRow *self)
 {

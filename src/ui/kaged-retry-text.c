@@ -120,8 +120,9 @@ const char *
 kaged_retry_describe_wait_source (const char *wait_source)
 {
   if (wait_source == NULL || g_str_equal (wait_source, KAGED_RETRY_WAIT_SOURCE_BACKOFF))
-    /* Translators: follows "wait set by"; each wait is twice the last one */
-    return _("Kaged, doubling after each failure");
+    /* Translators: who set a wait before a retry, after "wait set by" or
+     * "Waited 2.0 s, set by"; each wait is twice the one before, up to a limit */
+    return _("Kaged, doubling after each failure up to a limit");
 
   if (g_str_equal (wait_source, "retry-after") || g_str_equal (wait_source, "retry-after-ms"))
     return _("the provider’s Retry-After header");
@@ -163,8 +164,7 @@ kaged_retry_describe_unreachable (KagedProfile *profile)
   saved = id != NULL && id[0] != '\0';
 
   if (kaged_profile_get_kind (profile) == KAGED_PROVIDER_KIND_OLLAMA && kaged_url_is_local (base_url))
-    return g_strdup (saved ? _("Is Ollama running? Start it on this computer, or choose another provider in Preferences.")
-                           : _("Is Ollama running? Start it on this computer."));
+    return g_strdup (_("Is Ollama running? Start it on this computer."));
 
   if (saved)
     /* Translators: %s is a server's address, e.g. http://localhost:8080/v1 */

@@ -536,18 +536,28 @@ bind_reply_run (KagedWindow     *self,
     }
   kaged_message_row_set_profile_id (row, run_profile_id);
 
-  /* A reply that does not reach the server says what to do about the one
-   * a retry goes to: the conversation's. It may fail while shown. */
-  {
-    g_autofree char *hint = NULL;
+  /* What a reply that did not reach the server says to do: about the
+   * server of the profile Open Preferences shows. A reply still being
+   * written may fail while shown; a complete one needs nothing. */
+  if (kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_FAILED ||
+      kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_STREAMING)
+    {
+      KagedProfile *profile = conversation_profile;
+      g_autofree char *hint = NULL;
 
-    if (conversation_profile == NULL)
-      conversation_profile = kaged_core_dup_session_profile (self->core,
-                                                             kaged_message_get_session_id (message),
-                                                             NULL);
-    hint = kaged_retry_describe_unreachable (conversation_profile);
-    kaged_message_row_set_unreachable_hint (row, hint);
-  }
+      if (run_profile_id != NULL && run_profile_id[0] != '\0')
+        profile = kaged_profiles_lookup (kaged_core_get_profiles (self->core), run_profile_id);
+      if (profile == NULL)
+        profile = conversation_profile = kaged_core_dup_session_profile (self->core,
+                                                                         kaged_message_get_session_id (message),
+                                                                         NULL);
+      hint = kaged_retry_describe_unreachable (profile);
+      kaged_message_row_set_unreachable_hint (row, hint);
+    }
+  else
+    {
+      kaged_message_row_set_unreachable_hint (row, NULL);
+    }
 }
 
 /* Whether @message is the reply a Tier 2 retry of the conversation shown
@@ -650,6 +660,8 @@ show_version_action (GtkWidget  *widget,
         continue;
 
       bind_reply_run (self, KAGED_MESSAGE_ROW (row), message);
+      /* An earlier version is not what a retry writes again. */
+      kaged_message_row_set_retry_pending (KAGED_MESSAGE_ROW (row), retry_waits_for (self, message));
       return;
     }
 }

@@ -364,6 +364,9 @@ def bench_stream():
         time.sleep(FRAMES_FLUSH)
         frames = read_frames(frames_path, since=start, until=start + elapsed)
         print("while streaming: %s (target: none over 16 ms)" % describe_frames(frames))
+        slow = ["%.2f s: %.1f ms" % (end - start, d) for end, d in frames if d > 16.0]
+        if slow:
+            print("  frames over 16 ms, from the press of Enter: " + ", ".join(slow))
         busy = [d for _, d in read_records(frames_path, "busy", start, start + elapsed)]
         print("main loop iterations, frames and the work between them: "
               "longest %.1f ms, %d over 16 ms"

@@ -247,6 +247,93 @@ test_edit_while_streaming (Fixture       *fixture,
   g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (messages, 0)), ==, "A short poem");
 }
 
+static char *
+title_of (Fixture *fixture,
+          gint64   session_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedSession) session = kaged_store_get_session (fixture->store, session_id, &error);
+
+  g_assert_no_error (error);
+  return g_strdup (kaged_session_get_title (session));
+}
+
+/* A title taken from the first message follows that message when it is
+ * edited; a title the conversation was given or renamed to stays, and so
+ * does the title when a later message is edited. */
+static void
+test_edit_title_follows (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(KagedSession) untitled = kaged_core_create_session (fixture->core, NULL, &error);
+  g_autoptr(KagedReceipt) q1 = NULL;
+  g_autoptr(KagedReceipt) q2 = NULL;
+  g_autoptr(KagedReceipt) edit = NULL;
+  g_autoptr(KagedReceipt) later = NULL;
+  g_autoptr(KagedReceipt) given = NULL;
+  g_autoptr(KagedReceipt) given_edit = NULL;
+  gint64 edits = fixture->session_id;
+  gint64 id;
+  char *title;
+
+  g_assert_no_error (error);
+  id = kaged_session_get_id (untitled);
+
+  q1 = kaged_core_post (fixture->core, id, "Plan a day in Prto", &error);
+  g_assert_no_error (error);
+  title = title_of (fixture, id);
+  g_assert_cmpstr (title, ==, "Plan a day in Prto");
+  g_free (title);
+  fixture->session_id = id;
+  wait_idle (fixture);
+
+  edit = kaged_core_edit (fixture->core, id, q1->message_id, "Plan a day in Porto", &error);
+  g_assert_no_error (error);
+  title = title_of (fixture, id);
+  g_assert_cmpstr (title, ==, "Plan a day in Porto");
+  g_free (title);
+  wait_idle (fixture);
+
+  /* A later message edited: the title stays. */
+  q2 = kaged_core_post (fixture->core, id, "And the evening?", &error);
+  g_assert_no_error (error);
+  wait_idle (fixture);
+  later = kaged_core_edit (fixture->core, id, q2->message_id, "And the night?", &error);
+  g_assert_no_error (error);
+  title = title_of (fixture, id);
+  g_assert_cmpstr (title, ==, "Plan a day in Porto");
+  g_free (title);
+  wait_idle (fixture);
+
+  /* Renamed: the title is the user's. */
+  g_assert_true (kaged_store_rename_session (fixture->store, id, "Holidays", &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&edit, kaged_receipt_free);
+  {
+    g_autoptr(GPtrArray) messages = current (fixture);
+
+    edit = kaged_core_edit (fixture->core, id, kaged_message_get_id (g_ptr_array_index (messages, 0)),
+                            "Plan a day in Braga", &error);
+  }
+  g_assert_no_error (error);
+  title = title_of (fixture, id);
+  g_assert_cmpstr (title, ==, "Holidays");
+  g_free (title);
+  wait_idle (fixture);
+
+  /* A title given when the conversation began stays too. */
+  fixture->session_id = edits;
+  given = post (fixture, "Plan a week in Prto");
+  wait_idle (fixture);
+  given_edit = kaged_core_edit (fixture->core, edits, given->message_id, "Plan a week in Porto", &error);
+  g_assert_no_error (error);
+  title = title_of (fixture, edits);
+  g_assert_cmpstr (title, ==, "Edits");
+  g_free (title);
+  wait_idle (fixture);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -260,6 +347,8 @@ main (int   argc,
   g_test_add ("/edit/supersedes-and-answers", Fixture, quick, fixture_set_up,
               test_edit_supersedes_and_answers, fixture_tear_down);
   g_test_add ("/edit/refused", Fixture, quick, fixture_set_up, test_edit_refused, fixture_tear_down);
+  g_test_add ("/edit/title-follows", Fixture, quick, fixture_set_up, test_edit_title_follows,
+              fixture_tear_down);
   g_test_add ("/edit/while-streaming", Fixture, slow, fixture_set_up, test_edit_while_streaming,
               fixture_tear_down);
 

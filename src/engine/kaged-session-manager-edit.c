@@ -24,6 +24,7 @@ typedef struct
   KagedMessage        *message;     /* the edited text, a new operator message */
   KagedRun            *run;
   gint64               edited_id;
+  const char          *title;       /* the conversation's new title, or NULL */
   GArray              *superseded;
   GPtrArray           *dropped;
 } EditWrite;
@@ -54,6 +55,10 @@ edit_in_transaction (KagedStore  *store,
   if (!kaged_store_append_message (store, write->message, error))
     return FALSE;
 
+  if (write->title != NULL &&
+      !kaged_store_rename_session (store, write->session->session_id, write->title, error))
+    return FALSE;
+
   kaged_run_set_anchor_id (write->run, kaged_message_get_id (write->message));
   if (!kaged_store_create_run (store, write->run, error))
     return FALSE;
@@ -65,6 +70,39 @@ edit_in_transaction (KagedStore  *store,
                                      &write->superseded, error);
 }
 
+/* The title the conversation takes when @edited says @content instead: the
+ * new text's, when @edited is its first message and its title was taken
+ * from it (neither given nor renamed since); otherwise %NULL. */
+static char *
+title_after_edit (KagedSessionManager *self,
+                  gint64               session_id,
+                  KagedMessage        *edited,
+                  const char          *content)
+{
+  g_autoptr(KagedSession) session = kaged_store_get_session (self->store, session_id, NULL);
+  g_autoptr(GPtrArray) first = NULL;
+  g_autofree char *old_title = NULL;
+  g_autofree char *new_title = NULL;
+
+  if (session == NULL)
+    return NULL;
+
+  first = kaged_store_list_messages (self->store, session_id, FALSE, 0, 1, NULL);
+  if (first == NULL || first->len == 0 ||
+      kaged_message_get_id (g_ptr_array_index (first, 0)) != kaged_message_get_id (edited))
+    return NULL;
+
+  old_title = kaged_session_title_from_content (kaged_message_get_content (edited));
+  if (g_strcmp0 (kaged_session_get_title (session), old_title) != 0)
+    return NULL;
+
+  new_title = kaged_session_title_from_content (content);
+  if (new_title[0] == '\0' || g_str_equal (new_title, old_title))
+    return NULL;
+
+  return g_steal_pointer (&new_title);
+}
+
 /**
  * kaged_session_manager_edit:
  * @operator_message_id: a current operator message of the session
@@ -73,7 +111,8 @@ edit_in_transaction (KagedStore  *store,
  * Supersedes @operator_message_id and every current message after it
  * (kept, never changed), drops the queued runs and cancels the active run
  * that answer them, and posts @content as a new operator message with a
- * run of its own.
+ * run of its own. A title taken from the edited message, when it is the
+ * first one, follows it; a title given or renamed is never replaced.
  *
  * Returns: (transfer full): the receipt of the new message, with the
  *   superseded message ids, or %NULL with @error set and nothing changed
@@ -91,6 +130,7 @@ kaged_session_manager_edit (KagedSessionManager  *self,
   g_autoptr(GPtrArray) dropped = NULL;
   g_autoptr(GArray) superseded = NULL;
   g_autoptr(GError) local_error = NULL;
+  g_autofree char *title = NULL;
   KagedSessionEntry *state;
   KagedReceipt *receipt;
   EditWrite write = { NULL, };
@@ -141,6 +181,8 @@ kaged_session_manager_edit (KagedSessionManager  *self,
   write.run = run;
   write.edited_id = operator_message_id;
   write.dropped = dropped;
+  title = title_after_edit (self, session_id, edited, content);
+  write.title = title;
 
   if (!kaged_store_transaction (self->store, edit_in_transaction, &write, &local_error))
     {
@@ -178,6 +220,8 @@ kaged_session_manager_edit (KagedSessionManager  *self,
     }
 
   g_signal_emit (self, _kaged_session_manager_signals [MESSAGE_ADDED], 0, message);
+  if (title != NULL)
+    _kaged_session_manager_emit_session_changed (self, session_id);
   receipt = _kaged_session_manager_enqueue_run (self, state, run, kaged_message_get_id (message));
   if (superseded != NULL)
     g_array_append_vals (receipt->superseded_message_ids, superseded->data, superseded->len);

@@ -3,8 +3,9 @@
 #
 # The real application, driven through accessibility as an assistive
 # technology would: type a prompt in "Message", press "Send", read the
-# reply, press "Regenerate", and cancel the retry that follows when the
-# provider fails ("Cancel retry").
+# reply, press "Regenerate", cancel the retry that follows when the
+# provider fails ("Cancel retry"), then "Edit" the prompt and send it again
+# with Ctrl+Enter.
 #
 # Run by meson under xvfb-run and dbus-run-session (tests/meson.build); it
 # starts the accessibility bus and a scripted provider on 127.0.0.1 itself.
@@ -159,6 +160,23 @@ def main():
         if app.poll() is not None:
             raise AssertionError("the application exited")
         log("no retry after the cancel")
+
+        # Edit the prompt: Ctrl+Enter in the dialog sends the edited text.
+        edit = wait_for('"Edit"', named("Edit", BUTTONS))
+        edit.doActionNamed("click")
+        wait_for('"Edited Message"', named("Edited Message"))
+        log("editing")
+        rawinput.keyCombo("<Control>End")
+        rawinput.typeText(" again")
+        rawinput.keyCombo("<Control>Return")
+
+        def edited_shown():
+            return find(lambda node: (node.name or "").strip() == PROMPT + " again" or
+                        (node.description or "").strip() == PROMPT + " again")
+
+        wait_for("the edited message", edited_shown)
+        wait_for("the dialog to close", lambda: find(lambda node: node.name == "Edited Message") is None)
+        log("edited message sent with Ctrl+Enter")
 
         print("1..1")
         print("ok 1 /e2e/send-regenerate-cancel-retry")

@@ -1405,6 +1405,13 @@ test_provider_unreachable (Fixture       *fixture,
   g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
   g_assert_false (label_reads (child (fixture, "message_view"), "Failed"));
 
+  /* The retry failed the same way: no pager to read the same failure
+   * twice, though the first was shown while the retry connected. */
+  g_assert_true (wait_for (fixture, banner_says, "Attempt 2"));
+  g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
+  settle (100);
+  g_assert_false (reply_on_screen (fixture, "2/2"));
+
   /* What to do about it, and where. */
   g_assert_true (reply_on_screen (fixture, "Check that the server at http://127.0.0.1:9/v1 is running "
                                            "and that its address in Preferences is right."));

@@ -615,6 +615,27 @@ kaged_window_update_retry_pending (KagedWindow *self)
     }
 }
 
+/* Which versions a reply's pager offers depends on how the reply ended
+ * (an earlier failure without a word is worth reading beside a retry
+ * still connecting, not beside a retry that failed the same way): once it
+ * ends, its row lists them again, unless it shows another version. */
+static void
+reply_status_cb (KagedMessage *message,
+                 GParamSpec   *pspec,
+                 GtkListItem  *item)
+{
+  KagedMessageRow *row = KAGED_MESSAGE_ROW (gtk_list_item_get_child (item));
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (row));
+  g_autoptr(GListModel) versions = NULL;
+
+  if (!KAGED_IS_WINDOW (root) || kaged_message_row_get_message (row) != message ||
+      kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_STREAMING)
+    return;
+
+  versions = list_versions (KAGED_WINDOW (root), message);
+  kaged_message_row_set_versions (row, versions);
+}
+
 static void
 message_bind_cb (GtkSignalListItemFactory *factory,
                  GtkListItem              *item,
@@ -632,6 +653,8 @@ message_bind_cb (GtkSignalListItemFactory *factory,
 
       kaged_message_row_set_versions (row, versions);
       bind_reply_run (self, row, message);
+      if (kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_STREAMING)
+        g_signal_connect_object (message, "notify::status", G_CALLBACK (reply_status_cb), item, 0);
     }
 }
 
@@ -672,7 +695,10 @@ message_unbind_cb (GtkSignalListItemFactory *factory,
                    KagedWindow              *self)
 {
   KagedMessageRow *row = KAGED_MESSAGE_ROW (gtk_list_item_get_child (item));
+  KagedMessage *message = gtk_list_item_get_item (item);
 
+  if (message != NULL)
+    g_signal_handlers_disconnect_by_func (message, reply_status_cb, item);
   kaged_message_row_set_message (row, NULL);
   kaged_message_row_set_versions (row, NULL);
   kaged_message_row_set_run (row, NULL);

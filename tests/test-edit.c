@@ -258,6 +258,15 @@ title_of (Fixture *fixture,
   return g_strdup (kaged_session_get_title (session));
 }
 
+static void
+session_changed_cb (KagedSessionManager *manager,
+                    KagedSession        *session,
+                    char               **title)
+{
+  g_free (*title);
+  *title = g_strdup (kaged_session_get_title (session));
+}
+
 /* A title taken from the first message follows that message when it is
  * edited; a title the conversation was given or renamed to stays, and so
  * does the title when a later message is edited. */
@@ -273,6 +282,7 @@ test_edit_title_follows (Fixture       *fixture,
   g_autoptr(KagedReceipt) later = NULL;
   g_autoptr(KagedReceipt) given = NULL;
   g_autoptr(KagedReceipt) given_edit = NULL;
+  g_autofree char *announced = NULL;
   gint64 edits = fixture->session_id;
   gint64 id;
   char *title;
@@ -288,11 +298,16 @@ test_edit_title_follows (Fixture       *fixture,
   fixture->session_id = id;
   wait_idle (fixture);
 
+  /* Observers (the sidebar, the HTTP API's events) hear of it. */
+  g_signal_connect (kaged_core_get_manager (fixture->core), "session-changed",
+                    G_CALLBACK (session_changed_cb), &announced);
   edit = kaged_core_edit (fixture->core, id, q1->message_id, "Plan a day in Porto", &error);
   g_assert_no_error (error);
   title = title_of (fixture, id);
   g_assert_cmpstr (title, ==, "Plan a day in Porto");
   g_free (title);
+  g_assert_cmpstr (announced, ==, "Plan a day in Porto");
+  g_signal_handlers_disconnect_by_func (kaged_core_get_manager (fixture->core), session_changed_cb, &announced);
   wait_idle (fixture);
 
   /* A later message edited: the title stays. */

@@ -542,15 +542,20 @@ bind_reply_run (KagedWindow     *self,
   if (kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_FAILED ||
       kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_STREAMING)
     {
-      KagedProfile *profile = conversation_profile;
+      KagedProfiles *profiles = kaged_core_get_profiles (self->core);
+      KagedProfile *profile = NULL;
       g_autofree char *hint = NULL;
 
-      if (run_profile_id != NULL && run_profile_id[0] != '\0')
-        profile = kaged_profiles_lookup (kaged_core_get_profiles (self->core), run_profile_id);
+      if (profiles != NULL && run_profile_id != NULL && run_profile_id[0] != '\0')
+        profile = kaged_profiles_lookup (profiles, run_profile_id);
       if (profile == NULL)
-        profile = conversation_profile = kaged_core_dup_session_profile (self->core,
-                                                                         kaged_message_get_session_id (message),
-                                                                         NULL);
+        {
+          if (conversation_profile == NULL)
+            conversation_profile = kaged_core_dup_session_profile (self->core,
+                                                                   kaged_message_get_session_id (message),
+                                                                   NULL);
+          profile = conversation_profile;
+        }
       hint = kaged_retry_describe_unreachable (profile);
       kaged_message_row_set_unreachable_hint (row, hint);
     }
@@ -561,18 +566,17 @@ bind_reply_run (KagedWindow     *self,
 }
 
 /* Whether @message is the reply a Tier 2 retry of the conversation shown
- * waits to write again: the last one, while the retry counts down or waits
- * for its time or the network. */
+ * waits to write again: the current reply to the retry's anchor, while the
+ * retry counts down or waits for its time or the network. */
 static gboolean
 retry_waits_for (KagedWindow  *self,
                  KagedMessage *message)
 {
   KagedRetryScheduler *scheduler = kaged_retry_banner_get_scheduler (self->retry_banner);
-  g_autoptr(KagedMessage) last = NULL;
-  guint n;
 
-  if (scheduler == NULL || self->conversation == NULL || message == NULL ||
-      kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_AGENT)
+  if (scheduler == NULL || !KAGED_IS_CONVERSATION (self->conversation) || message == NULL ||
+      kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_AGENT ||
+      kaged_message_is_superseded (message))
     return FALSE;
 
   switch (kaged_retry_scheduler_get_state (scheduler))
@@ -589,10 +593,8 @@ retry_waits_for (KagedWindow  *self,
       return FALSE;
     }
 
-  n = g_list_model_get_n_items (self->conversation);
-  last = n > 0 ? g_list_model_get_item (self->conversation, n - 1) : NULL;
-
-  return last != NULL && kaged_message_get_id (last) == kaged_message_get_id (message);
+  return kaged_conversation_get_anchor_id (KAGED_CONVERSATION (self->conversation), message) ==
+         kaged_retry_scheduler_get_anchor_id (scheduler);
 }
 
 /**

@@ -117,7 +117,7 @@ fixture_set_up (Fixture       *f,
                                             NULL, f->clock, f->monitor);
 
   f->window = GTK_WINDOW (gtk_window_new ());
-  gtk_window_set_default_size (f->window, 720, 120);
+  gtk_window_set_default_size (f->window, 960, 120);
   f->banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
   gtk_widget_set_valign (GTK_WIDGET (f->banner), GTK_ALIGN_START);
   gtk_window_set_child (f->window, GTK_WIDGET (f->banner));

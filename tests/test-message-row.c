@@ -1247,6 +1247,7 @@ test_row_statuses (RowFixture    *f,
 {
   g_autoptr(KagedMessage) message = new_message (9, KAGED_MESSAGE_ROLE_AGENT, "Partial answ",
                                                  KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedProfile) ollama = NULL;
   GtkWidget *row = GTK_WIDGET (f->row);
   g_autofree char *status = NULL;
 
@@ -1272,13 +1273,24 @@ test_row_statuses (RowFixture    *f,
   /* Without a word of the reply, the server was not reached: the row says
    * what to do about it, and offers the preferences where the profile has
    * a page. */
-  kaged_message_row_set_unreachable_hint (f->row, "Is Ollama running?");
+  ollama = kaged_profile_new ("Default", KAGED_PROVIDER_KIND_OLLAMA, "http://localhost:11434", "llama3.2");
+  kaged_message_row_set_server_profile (f->row, ollama);
   kaged_message_set_content (message, "");
   iterate ();
   g_assert_nonnull (shown_label (row, "Could not reach the server"));
   g_assert_null (shown_label (row, "The connection was lost before the reply was complete"));
-  g_assert_nonnull (shown_label (row, "Is Ollama running?"));
+  g_assert_nonnull (shown_label (row, "Is Ollama running? Start it on this computer."));
   g_assert_false (shown (button (row, "Open Preferences")));
+
+  /* It follows the profile: Ollama moved to another computer. */
+  kaged_profile_set_base_url (ollama, "http://gpu-box.lan:11434");
+  iterate ();
+  g_assert_null (shown_label (row, "Is Ollama running? Start it on this computer."));
+  g_assert_nonnull (shown_label (row, "Check that the server at http://gpu-box.lan:11434, given on the "
+                                      "command line, is running."));
+  kaged_profile_set_base_url (ollama, "http://localhost:11434");
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Is Ollama running? Start it on this computer."));
   kaged_message_row_set_profile_id (f->row, "profile-7");
   iterate ();
   g_assert_true (shown (button (row, "Open Preferences")));
@@ -1287,13 +1299,13 @@ test_row_statuses (RowFixture    *f,
   g_assert_false (shown (button (row, "Open Preferences")));
   kaged_message_set_content (message, "Partial answ");
   iterate ();
-  g_assert_null (shown_label (row, "Is Ollama running?"));
+  g_assert_null (shown_label (row, "Is Ollama running? Start it on this computer."));
 
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
   kaged_message_set_content (message, "");
   iterate ();
   g_assert_nonnull (shown_label (row, "The provider is overloaded"));
-  g_assert_null (shown_label (row, "Is Ollama running?"));
+  g_assert_null (shown_label (row, "Is Ollama running? Start it on this computer."));
   kaged_message_set_content (message, "Partial answ");
 
   /* A key problem offers the preferences. */

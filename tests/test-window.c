@@ -1386,6 +1386,8 @@ static void
 test_provider_unreachable (Fixture       *fixture,
                            gconstpointer  data)
 {
+  g_autoptr(GSettings) profile = g_settings_new_with_path (BASE_APPLICATION_ID ".Profile",
+                                                          "/io/github/kaged/Kaged/profiles/default/");
   GtkWidget *sessions = child (fixture, "session_view");
   gboolean shown_in_sidebar = FALSE;
   KagedMessage *reply;
@@ -1420,6 +1422,14 @@ test_provider_unreachable (Fixture       *fixture,
   g_signal_emit_by_name (find_button_labelled (child (fixture, "message_view"), "Open Preferences"), "clicked");
   g_assert_nonnull (preferences_profile_opened);
   g_assert_cmpstr (preferences_profile_opened, !=, "");
+
+  /* The address corrected in Preferences: the failed reply names the new
+   * one at once, not only the retry's reply. */
+  g_settings_set_string (profile, "base-url", "http://127.0.0.1:10/v1");
+  settle (50);
+  g_assert_true (reply_on_screen (fixture, "Check that the server at http://127.0.0.1:10/v1 is running "
+                                           "and that its address in Preferences is right."));
+  g_assert_false (reply_on_screen (fixture, "http://127.0.0.1:9/v1"));
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));

@@ -57,6 +57,8 @@ struct _KagedMessageRow
   KagedRun *run;
   char *provider_name;
   char *profile_id;
+  KagedProfile *server_profile;
+  gulong server_profile_handler;
   char *unreachable_hint;
   char *model_name;
   guint queued : 1;
@@ -1066,6 +1068,9 @@ kaged_message_row_dispose (GObject *object)
   g_clear_object (&self->message);
   g_clear_object (&self->versions);
   g_clear_object (&self->run);
+  if (self->server_profile != NULL)
+    g_clear_signal_handler (&self->server_profile_handler, self->server_profile);
+  g_clear_object (&self->server_profile);
 
   G_OBJECT_CLASS (kaged_message_row_parent_class)->dispose (object);
 }
@@ -1551,25 +1556,48 @@ kaged_message_row_set_profile_id (KagedMessageRow *self,
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROFILE_ID]);
 }
 
-/**
- * kaged_message_row_set_unreachable_hint:
- * @hint: (nullable): what to do when the provider's server cannot be
- *   reached, such as "Is Ollama running? …"
- *
- * Sets what a reply that failed without reaching the server says to do.
- */
-void
-kaged_message_row_set_unreachable_hint (KagedMessageRow *self,
-                                        const char      *hint)
+/* What a reply that did not reach the server says to do depends on the
+ * server's address and kind, which Preferences can change while it shows. */
+static void
+server_profile_changed_cb (KagedMessageRow *self)
 {
-  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+  g_autofree char *hint = kaged_retry_describe_unreachable (self->server_profile);
 
   if (g_strcmp0 (self->unreachable_hint, hint) == 0)
     return;
 
   g_free (self->unreachable_hint);
-  self->unreachable_hint = g_strdup (hint);
+  self->unreachable_hint = g_steal_pointer (&hint);
   update_state (self);
+}
+
+/**
+ * kaged_message_row_set_server_profile:
+ * @profile: (nullable): the profile whose server the reply goes through
+ *
+ * Sets the profile a reply that failed without reaching its server speaks
+ * of ("Is Ollama running? …", "Check that the server at … is running"),
+ * following its changes.
+ */
+void
+kaged_message_row_set_server_profile (KagedMessageRow *self,
+                                      KagedProfile    *profile)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+  g_return_if_fail (profile == NULL || KAGED_IS_PROFILE (profile));
+
+  if (self->server_profile != profile)
+    {
+      if (self->server_profile != NULL)
+        g_clear_signal_handler (&self->server_profile_handler, self->server_profile);
+      g_set_object (&self->server_profile, profile);
+      if (profile != NULL)
+        self->server_profile_handler = g_signal_connect_object (profile, "notify",
+                                                                G_CALLBACK (server_profile_changed_cb),
+                                                                self, G_CONNECT_SWAPPED);
+    }
+
+  server_profile_changed_cb (self);
 }
 
 const char *

@@ -8,6 +8,7 @@
 #include <gtk/gtk.h>
 
 #include "kaged-message.h"
+#include "kaged-profile.h"
 #include "kaged-run.h"
 
 G_BEGIN_DECLS
@@ -29,8 +30,8 @@ void          kaged_message_row_set_run           (KagedMessageRow *self,
 const char   *kaged_message_row_get_provider_name (KagedMessageRow *self);
 void          kaged_message_row_set_provider_name (KagedMessageRow *self,
                                                    const char      *provider_name);
-void          kaged_message_row_set_unreachable_hint (KagedMessageRow *self,
-                                                     const char      *hint);
+void          kaged_message_row_set_server_profile (KagedMessageRow *self,
+                                                   KagedProfile    *profile);
 const char   *kaged_message_row_get_profile_id    (KagedMessageRow *self);
 void          kaged_message_row_set_profile_id    (KagedMessageRow *self,
                                                    const char      *profile_id);

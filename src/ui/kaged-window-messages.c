@@ -537,14 +537,14 @@ bind_reply_run (KagedWindow     *self,
   kaged_message_row_set_profile_id (row, run_profile_id);
 
   /* What a reply that did not reach the server says to do: about the
-   * server of the profile Open Preferences shows. A reply still being
-   * written may fail while shown; a complete one needs nothing. */
+   * server of the profile Open Preferences shows, as it is now. A reply
+   * still being written may fail while shown; a complete one needs
+   * nothing. */
   if (kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_FAILED ||
       kaged_message_get_status (message) == KAGED_MESSAGE_STATUS_STREAMING)
     {
       KagedProfiles *profiles = kaged_core_get_profiles (self->core);
       KagedProfile *profile = NULL;
-      g_autofree char *hint = NULL;
 
       if (profiles != NULL && run_profile_id != NULL && run_profile_id[0] != '\0')
         profile = kaged_profiles_lookup (profiles, run_profile_id);
@@ -556,12 +556,11 @@ bind_reply_run (KagedWindow     *self,
                                                                    NULL);
           profile = conversation_profile;
         }
-      hint = kaged_retry_describe_unreachable (profile);
-      kaged_message_row_set_unreachable_hint (row, hint);
+      kaged_message_row_set_server_profile (row, profile);
     }
   else
     {
-      kaged_message_row_set_unreachable_hint (row, NULL);
+      kaged_message_row_set_server_profile (row, NULL);
     }
 }
 
@@ -704,6 +703,7 @@ message_unbind_cb (GtkSignalListItemFactory *factory,
   kaged_message_row_set_message (row, NULL);
   kaged_message_row_set_versions (row, NULL);
   kaged_message_row_set_run (row, NULL);
+  kaged_message_row_set_server_profile (row, NULL);
 }
 
 GtkListItemFactory *

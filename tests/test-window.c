@@ -1512,6 +1512,52 @@ test_narrow (Fixture       *fixture,
   g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
 }
 
+static gboolean
+child_mapped (Fixture       *fixture,
+              gconstpointer  data)
+{
+  return gtk_widget_get_mapped (child (fixture, data));
+}
+
+/* A window made narrow keeps the page the person was in: the conversation
+ * they were writing in, or the sidebar they were searching. */
+static void
+test_narrow_keeps_place (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  AdwLeaflet *leaflet = child (fixture, "leaflet");
+
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+  g_assert_true (composer_has_focus (fixture, NULL));
+
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_true (wait_for (fixture, reply_on_screen, REPLY));
+  g_assert_true (wait_for (fixture, child_mapped, "composer"));
+
+  /* Searching, in a wide window: made narrow, it stays with the search. */
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+  g_assert_true (gtk_search_bar_get_search_mode (child (fixture, "search_bar")));
+  g_assert_true (wait_for (fixture, child_mapped, "search_entry"));
+
+  /* Back to writing, in a wide window again. */
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+  kaged_composer_focus (fixture->composer);
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+}
+
 /* Whether the window's content is at most (data > 0) or at least (data < 0)
  * that wide. */
 static gboolean
@@ -2378,6 +2424,7 @@ main (int   argc,
   ADD_TEST ("/window/no-model", reply, test_no_model);
   ADD_TEST ("/window/no-key", reply, test_no_key);
   ADD_TEST ("/window/narrow", reply, test_narrow);
+  ADD_TEST ("/window/narrow-keeps-place", reply, test_narrow_keeps_place);
   ADD_TEST ("/window/narrow-maximized", reply, test_narrow_maximized);
   ADD_TEST ("/window/rename", reply, test_rename);
   ADD_TEST ("/window/provider-unreachable", "unreachable", test_provider_unreachable);

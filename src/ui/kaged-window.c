@@ -1046,6 +1046,25 @@ focus_widget_changed_cb (KagedWindow *self)
     }
 }
 
+/* Folding shows one page: the one the person was in, the sidebar if the
+ * focus is there (searching, renaming), else the conversation, which the
+ * window shows whatever page a wide window last navigated to. */
+static void
+leaflet_folded_cb (KagedWindow *self)
+{
+  GtkWidget *sidebar;
+  GtkWidget *focus;
+
+  if (!adw_leaflet_get_folded (self->leaflet))
+    return;
+
+  sidebar = adw_leaflet_get_child_by_name (self->leaflet, "sidebar");
+  focus = gtk_root_get_focus (GTK_ROOT (self));
+  adw_leaflet_set_visible_child_name (self->leaflet,
+                                      focus != NULL && gtk_widget_is_ancestor (focus, sidebar)
+                                      ? "sidebar" : "content");
+}
+
 static void
 kaged_window_init (KagedWindow *self)
 {
@@ -1054,6 +1073,8 @@ kaged_window_init (KagedWindow *self)
 
   gtk_widget_init_template (GTK_WIDGET (self));
   put_pages_before_shadow (self->leaflet);
+  g_signal_connect_object (self->leaflet, "notify::folded", G_CALLBACK (leaflet_folded_cb), self,
+                           G_CONNECT_SWAPPED);
   gtk_widget_add_tick_callback (GTK_WIDGET (self), first_frame_cb, NULL, NULL);
   g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 

@@ -2397,6 +2397,43 @@ test_row_details_live (RowFixture    *f,
   gtk_popover_popdown (GTK_POPOVER (popover));
 }
 
+/* A failed reply that a Tier 2 retry waits to write again says so in its
+ * details too, as its header does, and no longer once the retry is
+ * cancelled. */
+static void
+test_row_details_retry_pending (RowFixture    *f,
+                                gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (8, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_FAILED);
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  GtkWidget *popover;
+
+  kaged_run_set_id (run, 44);
+  kaged_run_set_status (run, KAGED_RUN_STATUS_FAILED);
+  kaged_message_set_run_id (message, 44);
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
+  kaged_message_row_set_message (f->row, message);
+  kaged_message_row_set_run (f->row, run);
+  kaged_message_row_set_retry_pending (f->row, TRUE);
+  iterate ();
+  g_assert_nonnull (shown_label (GTK_WIDGET (f->row), "Waiting to retry"));
+
+  click (button (GTK_WIDGET (f->row), "Message Details"));
+  iterate ();
+  popover = gtk_widget_get_last_child (GTK_WIDGET (f->row));
+  g_assert_true (GTK_IS_POPOVER (popover));
+  g_assert_nonnull (popover_label (popover, "Failed, waiting to retry"));
+
+  /* Cancelled while the details are open. */
+  kaged_message_row_set_retry_pending (f->row, FALSE);
+  iterate ();
+  g_assert_null (popover_label (popover, "Failed, waiting to retry"));
+  g_assert_nonnull (popover_label (popover, "Failed"));
+
+  gtk_popover_popdown (GTK_POPOVER (popover));
+}
+
 /* A failed or stopped reply says so in its details. */
 static void
 test_row_details_outcomes (RowFixture    *f,
@@ -2523,6 +2560,7 @@ main (int   argc,
   ROW_TEST ("/message-row/details", test_row_details);
   ROW_TEST ("/message-row/details-live", test_row_details_live);
   ROW_TEST ("/message-row/details-outcomes", test_row_details_outcomes);
+  ROW_TEST ("/message-row/details-retry-pending", test_row_details_retry_pending);
 
   return g_test_run ();
 }

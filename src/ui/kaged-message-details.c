@@ -37,6 +37,7 @@ struct _KagedMessageDetails
   KagedRun *run;
   char *provider_name;
   char *model_name;
+  gboolean retry_pending;
 
   GSignalGroup *message_signals;
   GSignalGroup *run_signals;
@@ -379,9 +380,15 @@ refresh (KagedMessageDetails *self)
 
   if (has_run)
     {
-      g_autofree char *status = kaged_message_details_describe_status (self->message, self->run);
+      g_autofree char *status = NULL;
       g_autofree char *duration = describe_duration (self->run);
       g_autofree char *tokens = kaged_message_details_describe_tokens (self->run);
+
+      /* As the reply's header says: what comes next. */
+      if (self->retry_pending && kaged_run_get_status (self->run) == KAGED_RUN_STATUS_FAILED)
+        status = g_strdup (_("Failed, waiting to retry"));
+      else
+        status = kaged_message_details_describe_status (self->message, self->run);
 
       set_label (self->status_label, status);
       set_label (self->duration_label, duration);
@@ -596,5 +603,25 @@ kaged_message_details_fill (KagedMessageDetails *self,
 
   g_clear_handle_id (&self->refresh_source, g_source_remove);
   refresh_attempts (self);
+  refresh (self);
+}
+
+/**
+ * kaged_message_details_set_retry_pending:
+ * @retry_pending: whether a Tier 2 retry waits to write the reply again
+ *
+ * A failed reply that a retry waits for says so in its state.
+ */
+void
+kaged_message_details_set_retry_pending (KagedMessageDetails *self,
+                                         gboolean             retry_pending)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_DETAILS (self));
+
+  retry_pending = !!retry_pending;
+  if (self->retry_pending == retry_pending)
+    return;
+
+  self->retry_pending = retry_pending;
   refresh (self);
 }

@@ -22,6 +22,8 @@ void       kaged_message_details_fill (KagedMessageDetails *self,
                                        KagedRun            *run,
                                        const char          *provider_name,
                                        const char          *model_name);
+void       kaged_message_details_set_retry_pending (KagedMessageDetails *self,
+                                                    gboolean             retry_pending);
 char      *kaged_message_details_describe_status  (KagedMessage       *message,
                                                    KagedRun           *run);
 char      *kaged_message_details_describe_attempt (const KagedAttempt *attempt);

@@ -932,6 +932,8 @@ show_details_action (GtkWidget  *widget,
 
   kaged_message_details_fill (KAGED_MESSAGE_DETAILS (self->details_popover), self->message,
                               self->run, self->provider_name, self->model_name);
+  kaged_message_details_set_retry_pending (KAGED_MESSAGE_DETAILS (self->details_popover),
+                                           self->retry_pending);
 
   if (gtk_widget_compute_bounds (GTK_WIDGET (self->details_button), widget, &bounds))
     {
@@ -1656,6 +1658,9 @@ kaged_message_row_set_retry_pending (KagedMessageRow *self,
     return;
 
   self->retry_pending = retry_pending;
+  if (self->details_popover != NULL)
+    kaged_message_details_set_retry_pending (KAGED_MESSAGE_DETAILS (self->details_popover),
+                                             retry_pending);
   update_state (self);
 }
 

@@ -325,6 +325,11 @@ label_reads (GtkWidget  *widget,
   return find_label (widget, text, TRUE);
 }
 
+static gboolean   composer_has_focus   (Fixture       *fixture,
+                                        gconstpointer  data);
+static GtkWidget *find_button_labelled (GtkWidget     *widget,
+                                        const char    *label);
+
 /* The row on screen showing the message @message_id. */
 static KagedMessageRow *
 row_of (Fixture *fixture,
@@ -449,9 +454,18 @@ test_stop (Fixture       *fixture,
 
     g_assert_cmpstr (gtk_stack_get_visible_child_name (stack), ==, "stop");
   }
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->composer), "composer.stop", NULL));
+  /* Clicked: Stop goes, and typing goes on in the composer. */
+  {
+    GtkWidget *stop = (GtkWidget *)gtk_widget_get_template_child (GTK_WIDGET (fixture->composer),
+                                                                  KAGED_TYPE_COMPOSER, "stop_button");
+
+    g_assert_true (gtk_widget_grab_focus (stop));
+    g_signal_emit_by_name (stop, "clicked");
+  }
 
   g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  settle (50);
+  g_assert_true (composer_has_focus (fixture, NULL));
   reply = shown_message (fixture, 1);
   g_assert_nonnull (reply);
   g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_CANCELLED);
@@ -894,6 +908,7 @@ test_retry_succeeds (Fixture       *fixture,
   g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
 }
 
+
 /* Cancel while the retry's run streams: the banner keeps Cancel until the
  * retry resolves, and the run ends cancelled. */
 static void
@@ -907,11 +922,20 @@ test_cancel_retry_run (Fixture       *fixture,
   g_assert_true (wait_for (fixture, retry_watching, NULL));
   g_assert_true (kaged_retry_banner_get_revealed (banner));
 
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (banner), "retry-banner.cancel", NULL));
+  /* Clicked: the banner goes, and typing goes on in the composer. */
+  {
+    GtkWidget *cancel = find_button_labelled (GTK_WIDGET (banner), "_Cancel Retry");
+
+    g_assert_nonnull (cancel);
+    g_assert_true (gtk_widget_grab_focus (cancel));
+    g_signal_emit_by_name (cancel, "clicked");
+  }
   g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
   g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
   g_assert_cmpint (kaged_message_get_status (shown_message (fixture, 1)), ==,
                    KAGED_MESSAGE_STATUS_CANCELLED);
+  settle (600);
+  g_assert_true (composer_has_focus (fixture, NULL));
 }
 
 /* --- keyboard ------------------------------------------------------------------ */
@@ -1427,9 +1451,9 @@ test_provider_unreachable (Fixture       *fixture,
    * one at once, not only the retry's reply. */
   g_settings_set_string (profile, "base-url", "http://127.0.0.1:10/v1");
   settle (50);
-  g_assert_true (reply_on_screen (fixture, "Check that the server at http://127.0.0.1:10/v1 is running "
-                                           "and that its address in Preferences is right."));
   g_assert_false (reply_on_screen (fixture, "http://127.0.0.1:9/v1"));
+  g_assert_true (wait_for (fixture, reply_on_screen, "Check that the server at http://127.0.0.1:10/v1 is running "
+                                                     "and that its address in Preferences is right."));
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
@@ -1556,6 +1580,19 @@ test_narrow_keeps_place (Fixture       *fixture,
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+
+  /* A window that opens narrow, with conversations, opens on their list. */
+  gtk_window_destroy (GTK_WINDOW (fixture->window));
+  g_assert_null (fixture->window);
+  fixture->window = kaged_window_new (fixture->application);
+  g_object_add_weak_pointer (G_OBJECT (fixture->window), (gpointer *)&fixture->window);
+  kaged_window_set_core (fixture->window, fixture->core);
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
+  gtk_window_present (GTK_WINDOW (fixture->window));
+  fixture->composer = child (fixture, "composer");
+  leaflet = child (fixture, "leaflet");
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
 }
 
 /* Whether the window's content is at most (data > 0) or at least (data < 0)

@@ -37,7 +37,7 @@ struct _KagedMessageDetails
   KagedRun *run;
   char *provider_name;
   char *model_name;
-  gboolean retry_pending;
+  guint retry_pending : 1;
 
   GSignalGroup *message_signals;
   GSignalGroup *run_signals;

@@ -58,7 +58,6 @@ struct _KagedMessageRow
   char *provider_name;
   char *profile_id;
   KagedProfile *server_profile;
-  gulong server_profile_handler;
   char *unreachable_hint;
   char *model_name;
   guint queued : 1;
@@ -68,6 +67,7 @@ struct _KagedMessageRow
   GSignalGroup *message_signals;
   GSignalGroup *versions_signals;
   GSignalGroup *run_signals;
+  GSignalGroup *server_profile_signals;
   /* Counts down to the next attempt while Tier 1 waits */
   guint wait_source;
   /* The status shown is of a streaming reply before its first words */
@@ -1034,6 +1034,21 @@ kaged_message_row_size_allocate (GtkWidget *widget,
     gtk_popover_present (self->details_popover);
 }
 
+/* What a reply that did not reach the server says to do depends on the
+ * server's address and kind, which Preferences can change while it shows. */
+static void
+server_profile_changed_cb (KagedMessageRow *self)
+{
+  g_autofree char *hint = kaged_retry_describe_unreachable (self->server_profile);
+
+  if (g_strcmp0 (self->unreachable_hint, hint) == 0)
+    return;
+
+  g_free (self->unreachable_hint);
+  self->unreachable_hint = g_steal_pointer (&hint);
+  update_state (self);
+}
+
 static void
 kaged_message_row_dispose (GObject *object)
 {
@@ -1055,7 +1070,10 @@ kaged_message_row_dispose (GObject *object)
     g_signal_group_set_target (self->versions_signals, NULL);
   if (self->run_signals != NULL)
     g_signal_group_set_target (self->run_signals, NULL);
+  if (self->server_profile_signals != NULL)
+    g_signal_group_set_target (self->server_profile_signals, NULL);
   g_clear_object (&self->run_signals);
+  g_clear_object (&self->server_profile_signals);
   g_clear_object (&self->message_bindings);
   g_clear_object (&self->message_signals);
   g_clear_object (&self->versions_signals);
@@ -1070,8 +1088,6 @@ kaged_message_row_dispose (GObject *object)
   g_clear_object (&self->message);
   g_clear_object (&self->versions);
   g_clear_object (&self->run);
-  if (self->server_profile != NULL)
-    g_clear_signal_handler (&self->server_profile_handler, self->server_profile);
   g_clear_object (&self->server_profile);
 
   G_OBJECT_CLASS (kaged_message_row_parent_class)->dispose (object);
@@ -1362,6 +1378,10 @@ kaged_message_row_init (KagedMessageRow *self)
   g_signal_group_connect_swapped (self->message_signals, "notify::id",
                                   G_CALLBACK (update_state), self);
 
+  self->server_profile_signals = g_signal_group_new (KAGED_TYPE_PROFILE);
+  g_signal_group_connect_swapped (self->server_profile_signals, "notify",
+                                  G_CALLBACK (server_profile_changed_cb), self);
+
   self->versions_signals = g_signal_group_new (G_TYPE_LIST_MODEL);
   g_signal_group_connect_swapped (self->versions_signals, "items-changed",
                                   G_CALLBACK (update_pager), self);
@@ -1558,21 +1578,6 @@ kaged_message_row_set_profile_id (KagedMessageRow *self,
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_PROFILE_ID]);
 }
 
-/* What a reply that did not reach the server says to do depends on the
- * server's address and kind, which Preferences can change while it shows. */
-static void
-server_profile_changed_cb (KagedMessageRow *self)
-{
-  g_autofree char *hint = kaged_retry_describe_unreachable (self->server_profile);
-
-  if (g_strcmp0 (self->unreachable_hint, hint) == 0)
-    return;
-
-  g_free (self->unreachable_hint);
-  self->unreachable_hint = g_steal_pointer (&hint);
-  update_state (self);
-}
-
 /**
  * kaged_message_row_set_server_profile:
  * @profile: (nullable): the profile whose server the reply goes through
@@ -1588,16 +1593,8 @@ kaged_message_row_set_server_profile (KagedMessageRow *self,
   g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
   g_return_if_fail (profile == NULL || KAGED_IS_PROFILE (profile));
 
-  if (self->server_profile != profile)
-    {
-      if (self->server_profile != NULL)
-        g_clear_signal_handler (&self->server_profile_handler, self->server_profile);
-      g_set_object (&self->server_profile, profile);
-      if (profile != NULL)
-        self->server_profile_handler = g_signal_connect_object (profile, "notify",
-                                                                G_CALLBACK (server_profile_changed_cb),
-                                                                self, G_CONNECT_SWAPPED);
-    }
+  if (g_set_object (&self->server_profile, profile))
+    g_signal_group_set_target (self->server_profile_signals, profile);
 
   server_profile_changed_cb (self);
 }

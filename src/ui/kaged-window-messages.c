@@ -12,7 +12,6 @@
 #include "kaged-conversation.h"
 #include "kaged-core-settings.h"
 #include "kaged-message-row.h"
-#include "kaged-retry-text.h"
 #include "kaged-window-private.h"
 
 /**

@@ -50,6 +50,8 @@ struct _KagedWindow
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
   guint                 narrow_header : 1;
+  guint                 laid_out : 1;   /* allocated once: a fold is the person's resize */
+  guint                 focus_in_banner : 1;
 
   /* Template children */
   AdwToastOverlay      *toast_overlay;

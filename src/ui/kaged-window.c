@@ -605,6 +605,9 @@ composer_stop_cb (KagedWindow   *self,
 
   if (!kaged_window_stop (self, &error))
     kaged_window_toast (self, error->message);
+
+  /* Stop goes once the reply has stopped: typing goes on where it was. */
+  kaged_composer_focus (composer);
 }
 
 /* ---------------------------------------------------------------------------
@@ -759,6 +762,7 @@ kaged_window_size_allocate (GtkWidget *widget,
   set_narrow_header (KAGED_WINDOW (widget), width < NARROW_HEADER_WIDTH);
 
   GTK_WIDGET_CLASS (kaged_window_parent_class)->size_allocate (widget, width, height, baseline);
+  KAGED_WINDOW (widget)->laid_out = TRUE;
 }
 
 static void
@@ -1046,16 +1050,18 @@ focus_widget_changed_cb (KagedWindow *self)
     }
 }
 
-/* Folding shows one page: the one the person was in, the sidebar if the
- * focus is there (searching, renaming), else the conversation, which the
- * window shows whatever page a wide window last navigated to. */
+/* A window made narrow shows one page: the one the person was in, the
+ * sidebar if the focus is there (searching, renaming), else the
+ * conversation, whatever page the wide window last navigated to. A window
+ * that opens narrow opens on the page it chose (the list of conversations,
+ * or what to do on a first start). */
 static void
 leaflet_folded_cb (KagedWindow *self)
 {
   GtkWidget *sidebar;
   GtkWidget *focus;
 
-  if (!adw_leaflet_get_folded (self->leaflet))
+  if (!adw_leaflet_get_folded (self->leaflet) || !self->laid_out)
     return;
 
   sidebar = adw_leaflet_get_child_by_name (self->leaflet, "sidebar");
@@ -1063,6 +1069,20 @@ leaflet_folded_cb (KagedWindow *self)
   adw_leaflet_set_visible_child_name (self->leaflet,
                                       focus != NULL && gtk_widget_is_ancestor (focus, sidebar)
                                       ? "sidebar" : "content");
+}
+
+/* The banner's buttons go with it when its retry is cancelled or
+ * resolved: the focus they had goes back to the composer, where typing
+ * goes, instead of nowhere. */
+static void
+focus_widget_cb (KagedWindow *self)
+{
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+  gboolean was_in_banner = self->focus_in_banner;
+
+  self->focus_in_banner = focus != NULL && gtk_widget_is_ancestor (focus, GTK_WIDGET (self->retry_banner));
+  if (focus == NULL && was_in_banner && !gtk_widget_in_destruction (GTK_WIDGET (self)))
+    kaged_composer_focus (self->composer);
 }
 
 static void
@@ -1075,6 +1095,7 @@ kaged_window_init (KagedWindow *self)
   put_pages_before_shadow (self->leaflet);
   g_signal_connect_object (self->leaflet, "notify::folded", G_CALLBACK (leaflet_folded_cb), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect (self, "notify::focus-widget", G_CALLBACK (focus_widget_cb), NULL);
   gtk_widget_add_tick_callback (GTK_WIDGET (self), first_frame_cb, NULL, NULL);
   g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
 

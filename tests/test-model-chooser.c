@@ -10,11 +10,14 @@
 
 #include <adwaita.h>
 #include <glib/gstdio.h>
+#define G_SETTINGS_ENABLE_BACKEND
+#include <gio/gsettingsbackend.h>
 
 #include "kaged-core-settings.h"
 #include "kaged-fake-server.h"
 #include "kaged-keyring.h"
 #include "kaged-model-chooser.h"
+#include "kaged-profiles.h"
 #include "kaged-retry-text.h"
 
 #define WAIT_SECONDS 15
@@ -531,6 +534,39 @@ test_failure_offers_preferences (Fixture       *fixture,
   g_free (opened.profile_id);
 }
 
+/* Run with a server given on the command line, beside saved profiles:
+ * the popover shows that server and its models, not the first saved
+ * profile's, and the saved ones stay there to choose. */
+static void
+test_command_line_beside_saved (Fixture       *fixture,
+                                gconstpointer  data)
+{
+  g_autoptr(GSettingsBackend) backend = g_memory_settings_backend_new ();
+  g_autoptr(GSettings) settings = g_settings_new_with_backend (BASE_APPLICATION_ID, backend);
+  g_autoptr(KagedProfiles) profiles = NULL;
+  GtkDropDown *dropdown = child (fixture, "profile_dropdown");
+  GListModel *choices;
+
+  g_settings_set_string (settings, "provider-kind", "ollama");
+  g_settings_set_string (settings, "provider-base-url", "http://127.0.0.1:9");
+  g_settings_set_string (settings, "provider-model", "llama3.2");
+  profiles = kaged_profiles_new (settings);
+  kaged_core_set_profiles (fixture->core, profiles);
+  kaged_model_chooser_set_core (fixture->chooser, fixture->core);
+  kaged_model_chooser_set_session (fixture->chooser, fixture->session_id);
+  iterate ();
+  g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · test-model");
+
+  open_popover (fixture);
+  g_assert_true (gtk_drop_down_get_selected_item (dropdown) == (gpointer)kaged_core_get_profile (fixture->core));
+  g_assert_true (wait_for (fixture, rows_at_least, GUINT_TO_POINTER (3)));
+  g_assert_nonnull (row_for (fixture, "fake-small"));
+  g_assert_false (status_shown (fixture, "failed"));
+
+  choices = gtk_drop_down_get_model (dropdown);
+  g_assert_cmpuint (g_list_model_get_n_items (choices), ==, 2);
+}
+
 /* In a narrow header the button reads the model alone, which is what
  * changes from one conversation to the next; the popover shows the
  * profile. */
@@ -588,6 +624,8 @@ main (int   argc,
   g_test_add ("/model-chooser/connection-refused", Fixture, "sk-kaged-never-sent", fixture_set_up, test_connection, fixture_tear_down);
   g_test_add ("/model-chooser/new-conversation", Fixture, NULL, fixture_set_up, test_new_conversation, fixture_tear_down);
   g_test_add ("/model-chooser/narrow", Fixture, NULL, fixture_set_up, test_narrow, fixture_tear_down);
+  g_test_add ("/model-chooser/command-line-beside-saved", Fixture, NULL, fixture_set_up,
+              test_command_line_beside_saved, fixture_tear_down);
   g_test_add ("/model-chooser/long-names", Fixture, NULL, fixture_set_up, test_long_names, fixture_tear_down);
   g_test_add ("/model-chooser/wrong-address-offers-preferences", Fixture, NULL,
               fixture_set_up, test_failure_offers_preferences, fixture_tear_down);

@@ -39,6 +39,7 @@ struct _KagedModelChooser
   GCancellable   *refresh_cancellable;
   gulong          session_changed_id;
   gulong          profile_changed_id;
+  KagedProfile   *given;     /* the profile given on the command line, listed first */
   gint64          session_id;
 
   /* The conversation's settings, NULL for the defaults; for a new
@@ -79,21 +80,41 @@ profile_id_of (KagedProfile *profile)
   return id != NULL ? id : "";
 }
 
-/* The saved profiles; or, without settings, the one the core runs with. */
+/* The profile the core runs with when it was given on the command line
+ * (not saved: no id), or %NULL. */
+static KagedProfile *
+given_profile (KagedCore *core)
+{
+  KagedProfile *running = kaged_core_get_profile (core);
+
+  return running != NULL && profile_id_of (running)[0] == '\0' ? running : NULL;
+}
+
+/* The saved profiles, after the one given on the command line if the core
+ * runs with one; without settings, the one the core runs with. */
 static GListModel *
 dup_profiles (KagedCore *core)
 {
   KagedProfiles *profiles = kaged_core_get_profiles (core);
+  KagedProfile *given = given_profile (core);
   GListStore *store;
+  GListStore *parts;
 
-  if (profiles != NULL)
+  if (profiles != NULL && given == NULL)
     return g_object_ref (G_LIST_MODEL (profiles));
 
   store = g_list_store_new (KAGED_TYPE_PROFILE);
   if (kaged_core_get_profile (core) != NULL)
     g_list_store_append (store, kaged_core_get_profile (core));
+  if (profiles == NULL)
+    return G_LIST_MODEL (store);
 
-  return G_LIST_MODEL (store);
+  parts = g_list_store_new (G_TYPE_LIST_MODEL);
+  g_list_store_append (parts, store);
+  g_list_store_append (parts, profiles);
+  g_object_unref (store);
+
+  return G_LIST_MODEL (gtk_flatten_list_model_new (G_LIST_MODEL (parts)));
 }
 
 static KagedProfile *
@@ -511,6 +532,37 @@ session_changed_cb (KagedModelChooser *self,
     reload (self);
 }
 
+/* The profiles to choose from, for the core as it runs now. */
+static void
+list_profiles (KagedModelChooser *self)
+{
+  if (self->profiles != NULL)
+    g_signal_handlers_disconnect_by_data (self->profiles, self);
+  g_clear_object (&self->profiles);
+  g_clear_object (&self->given);
+
+  if (self->core != NULL)
+    {
+      g_set_object (&self->given, given_profile (self->core));
+      self->profiles = dup_profiles (self->core);
+      /* A profile added, renamed or removed in Preferences reads at once. */
+      g_signal_connect_object (self->profiles, "items-changed",
+                               G_CALLBACK (update_label), self, G_CONNECT_SWAPPED);
+    }
+
+  gtk_drop_down_set_model (self->profile_dropdown, self->profiles);
+}
+
+/* The core runs with another profile: one given on the command line joins
+ * the list, or leaves it. */
+static void
+core_profile_cb (KagedModelChooser *self)
+{
+  if (given_profile (self->core) != self->given)
+    list_profiles (self);
+  update_label (self);
+}
+
 /* ---------------------------------------------------------------------------
  * GObject
  * ------------------------------------------------------------------------- */
@@ -530,6 +582,7 @@ disconnect_core (KagedModelChooser *self)
   if (self->profiles != NULL)
     g_signal_handlers_disconnect_by_data (self->profiles, self);
   g_clear_object (&self->profiles);
+  g_clear_object (&self->given);
 }
 
 static void
@@ -623,20 +676,16 @@ kaged_model_chooser_set_core (KagedModelChooser *self,
   if (core != NULL)
     {
       self->core = g_object_ref (core);
-      self->profiles = dup_profiles (core);
-      /* A profile added, renamed or removed in Preferences reads at once. */
-      g_signal_connect_object (self->profiles, "items-changed",
-                               G_CALLBACK (update_label), self, G_CONNECT_SWAPPED);
       self->session_changed_id =
         g_signal_connect_object (kaged_core_get_manager (core), "session-changed",
                                  G_CALLBACK (session_changed_cb), self, G_CONNECT_SWAPPED);
       /* Another default profile, or an edited one, reads at once. */
       self->profile_changed_id =
         g_signal_connect_object (core, "notify::profile",
-                                 G_CALLBACK (update_label), self, G_CONNECT_SWAPPED);
+                                 G_CALLBACK (core_profile_cb), self, G_CONNECT_SWAPPED);
     }
 
-  gtk_drop_down_set_model (self->profile_dropdown, self->profiles);
+  list_profiles (self);
   reload (self);
 }
 

@@ -1927,6 +1927,15 @@ test_search (Fixture       *fixture,
   g_assert_nonnull (gtk_widget_get_next_sibling (row));
   g_assert_null (gtk_widget_get_next_sibling (gtk_widget_get_next_sibling (row)));
 
+  /* Down in the entry goes to the first result; Enter in the entry opens
+   * it, as in other searches of the desktop. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (entry), "search.first-result", NULL));
+  g_assert_true (gtk_widget_has_focus (row));
+  gtk_widget_grab_focus (GTK_WIDGET (entry));
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Bread <recipes> & more");
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
+
   /* Markup in a title is shown as text. */
   gtk_editable_set_text (entry, "recipes");
   g_assert_true (wait_for (fixture, results_show, "<recipes>"));

@@ -155,6 +155,40 @@ search_action (GtkWidget  *widget,
   gtk_widget_grab_focus (GTK_WIDGET (self->search_entry));
 }
 
+static GtkListBoxRow *
+first_result (KagedWindow *self)
+{
+  if (!gtk_widget_get_mapped (GTK_WIDGET (self->results_view)))
+    return NULL;
+
+  return gtk_list_box_get_row_at_index (self->results_view, 0);
+}
+
+/* Down in the entry goes to the results, to the first one. */
+static void
+first_result_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  KagedWindow *self = KAGED_WINDOW (widget);
+  GtkListBoxRow *row = first_result (self);
+
+  if (row == NULL)
+    return;
+
+  gtk_widget_grab_focus (GTK_WIDGET (row));
+}
+
+/* Enter in the entry opens the first result. */
+static void
+search_activate_cb (KagedWindow *self)
+{
+  GtkListBoxRow *row = first_result (self);
+
+  if (row != NULL)
+    gtk_widget_activate (GTK_WIDGET (row));
+}
+
 /* Escape among the results ends the search, as it does in its entry. */
 static gboolean
 results_key_pressed_cb (GtkEventControllerKey *controller,
@@ -179,7 +213,17 @@ kaged_window_init_search (KagedWindow *self)
   g_signal_connect_object (keys, "key-pressed", G_CALLBACK (results_key_pressed_cb), self, 0);
   gtk_widget_add_controller (GTK_WIDGET (self->results_view), keys);
 
+  keys = gtk_shortcut_controller_new ();
+  gtk_event_controller_set_propagation_phase (keys, GTK_PHASE_CAPTURE);
+  gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
+                                        gtk_shortcut_new (gtk_alternative_trigger_new (gtk_keyval_trigger_new (GDK_KEY_Down, 0),
+                                                                                       gtk_keyval_trigger_new (GDK_KEY_KP_Down, 0)),
+                                                          gtk_named_action_new ("search.first-result")));
+  gtk_widget_add_controller (GTK_WIDGET (self->search_entry), keys);
+
   gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
+  g_signal_connect_object (self->search_entry, "activate",
+                           G_CALLBACK (search_activate_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->search_entry, "search-changed",
                            G_CALLBACK (search_changed_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->search_bar, "notify::search-mode-enabled",
@@ -198,6 +242,7 @@ void
 kaged_window_class_init_search (GtkWidgetClass *widget_class)
 {
   gtk_widget_class_install_action (widget_class, "win.search", NULL, search_action);
+  gtk_widget_class_install_action (widget_class, "search.first-result", NULL, first_result_action);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_f, GDK_CONTROL_MASK,
                                        "win.search", NULL);
 }

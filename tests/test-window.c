@@ -1935,6 +1935,8 @@ test_search (Fixture       *fixture,
   g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Bread <recipes> & more");
   g_signal_emit_by_name (entry, "activate");
   g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
+  /* Opened: typing goes to its composer. */
+  g_assert_true (composer_has_focus (fixture, NULL));
 
   /* Markup in a title is shown as text. */
   gtk_editable_set_text (entry, "recipes");
@@ -1951,9 +1953,38 @@ test_search (Fixture       *fixture,
   gtk_editable_set_text (entry, "nothing-like-this");
   g_assert_true (wait_for (fixture, sidebar_shows, "no-results"));
 
-  /* Leaving the search shows the conversations again. */
+  /* A conversation found by its title alone opens on its composer too. */
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(KagedSession) titled = kaged_core_create_session (fixture->core, "Weekend in Lisbon", &error);
+
+    g_assert_no_error (error);
+    gtk_widget_grab_focus (GTK_WIDGET (entry));
+    gtk_editable_set_text (entry, "Lisbon");
+    g_assert_true (wait_for (fixture, results_show, "Lisbon"));
+    g_signal_emit_by_name (entry, "activate");
+    g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, kaged_session_get_id (titled));
+    settle (100);
+    g_assert_true (composer_has_focus (fixture, NULL));
+  }
+
+  /* Leaving the search shows the conversations again, the one a result
+   * opened selected among them. */
+  gtk_editable_set_text (entry, "wavelen");
+  g_assert_true (wait_for (fixture, results_show, "scatters"));
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
   gtk_search_bar_set_search_mode (child (fixture, "search_bar"), FALSE);
   g_assert_true (wait_for (fixture, sidebar_shows, "sessions"));
+  settle (100);
+  {
+    GtkSingleSelection *selection = GTK_SINGLE_SELECTION (gtk_list_view_get_model (child (fixture, "session_view")));
+    g_autoptr(KagedSession) selected = gtk_single_selection_get_selected_item (selection) != NULL
+                                       ? g_object_ref (gtk_single_selection_get_selected_item (selection)) : NULL;
+
+    g_assert_nonnull (selected);
+    g_assert_cmpint (kaged_session_get_id (selected), ==, kaged_window_get_session_id (fixture->window));
+  }
 }
 
 /* --- a long conversation --------------------------------------------------------- */

@@ -141,6 +141,7 @@ result_activated_cb (KagedWindow   *self,
   /* A message found opens its conversation there; a title, at the end. */
   kaged_window_show_message (self, *session_id, message_id != NULL ? *message_id : 0);
   adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
+  kaged_composer_focus (self->composer);
 }
 
 static void

@@ -1740,6 +1740,52 @@ entry_has_focus (Fixture       *fixture,
          (gtk_widget_is_focus (entry) || gtk_widget_get_focus_child (entry) != NULL);
 }
 
+/* Rename… on a conversation not shown: the click that opened its menu
+ * selects its row, and the entry stays open for the new title (GTK 4.8
+ * binds a row again when its selection changes). */
+static void
+test_rename_other (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  GtkWidget *sessions = child (fixture, "session_view");
+  GtkSingleSelection *selection = GTK_SINGLE_SELECTION (gtk_list_view_get_model (GTK_LIST_VIEW (sessions)));
+  KagedSessionRow *other = NULL;
+  GtkWidget *entry;
+  gint64 first;
+  guint position = 0;
+
+  send (fixture, "One");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  first = kaged_window_get_session_id (fixture->window);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  send (fixture, "Two");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+
+  for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_SESSION_ROW (row) &&
+          kaged_session_get_id (kaged_session_row_get_session (KAGED_SESSION_ROW (row))) == first)
+        other = KAGED_SESSION_ROW (row);
+    }
+  g_assert_nonnull (other);
+  entry = (GtkWidget *)gtk_widget_get_template_child (GTK_WIDGET (other), KAGED_TYPE_SESSION_ROW,
+                                                      "title_entry");
+
+  kaged_session_row_start_rename (other);
+  g_assert_true (kaged_session_list_find (KAGED_SESSION_LIST (gtk_single_selection_get_model (selection)),
+                                          first, &position));
+  gtk_single_selection_set_selected (selection, position);
+  settle (200);
+  g_assert_true (gtk_widget_is_visible (entry));
+  g_assert_true (entry_has_focus (fixture, entry));
+  gtk_editable_set_text (GTK_EDITABLE (entry), "The first one");
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (other)), ==, "The first one");
+}
+
 /* Renamed in place: F2 puts the title in an entry; Enter keeps it. */
 static void
 test_rename (Fixture       *fixture,
@@ -2513,6 +2559,7 @@ main (int   argc,
   ADD_TEST ("/window/empty-names-provider", reply, test_empty_names_provider);
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
+  ADD_TEST ("/window/rename-other", reply, test_rename_other);
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);
   ADD_TEST ("/window/long-conversation-scrolls-back", reply, test_long_conversation_scrolls_back);
   ADD_TEST ("/window/long-conversation-rests", reply, test_long_conversation_rests);

@@ -376,9 +376,11 @@ kaged_session_row_set_session (KagedSessionRow *self,
 {
   g_return_if_fail (KAGED_IS_SESSION_ROW (self));
 
-  finish_rename (self, FALSE);
-  if (!g_set_object (&self->session, session))
+  if (self->session == session)
     return;
+
+  finish_rename (self, FALSE);
+  g_set_object (&self->session, session);
 
   g_binding_group_set_source (self->session_bindings, session);
   follow_scheduler (self);

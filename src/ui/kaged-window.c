@@ -656,6 +656,9 @@ session_setup_cb (GtkSignalListItemFactory *factory,
   gtk_list_item_set_child (item, kaged_session_row_new (get_coordinator (self)));
 }
 
+/* A row keeps its conversation until it is bound to another: GTK 4.8
+ * binds a row again whenever its selection changes, and a rename under
+ * way in it must not end then. */
 static void
 session_bind_cb (GtkSignalListItemFactory *factory,
                  GtkListItem              *item,
@@ -665,13 +668,6 @@ session_bind_cb (GtkSignalListItemFactory *factory,
                                  gtk_list_item_get_item (item));
 }
 
-static void
-session_unbind_cb (GtkSignalListItemFactory *factory,
-                   GtkListItem              *item,
-                   KagedWindow              *self)
-{
-  kaged_session_row_set_session (KAGED_SESSION_ROW (gtk_list_item_get_child (item)), NULL);
-}
 
 static void
 session_activate_cb (KagedWindow *self,
@@ -1128,7 +1124,6 @@ kaged_window_init (KagedWindow *self)
   factory = gtk_signal_list_item_factory_new ();
   g_signal_connect (factory, "setup", G_CALLBACK (session_setup_cb), self);
   g_signal_connect (factory, "bind", G_CALLBACK (session_bind_cb), self);
-  g_signal_connect (factory, "unbind", G_CALLBACK (session_unbind_cb), self);
   gtk_list_view_set_factory (self->session_view, factory);
   g_object_unref (factory);
   g_signal_connect_swapped (self->session_view, "activate", G_CALLBACK (session_activate_cb), self);

@@ -1489,6 +1489,13 @@ leaflet_folded (Fixture       *fixture,
   return adw_leaflet_get_folded (child (fixture, "leaflet")) == GPOINTER_TO_INT (data);
 }
 
+static gboolean
+child_mapped (Fixture       *fixture,
+              gconstpointer  data)
+{
+  return gtk_widget_get_mapped (child (fixture, data));
+}
+
 /* At 360 px the sidebar and the conversation take turns. */
 static void
 test_narrow (Fixture       *fixture,
@@ -1507,6 +1514,10 @@ test_narrow (Fixture       *fixture,
   g_assert_true (gtk_widget_get_mapped (child (fixture, "empty_page")));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+  /* The main menu (Preferences, Shortcuts, About) is on this page too. */
+  g_assert_true (wait_for (fixture, child_mapped, "sidebar_menu_button"));
+  g_assert_true (gtk_menu_button_get_menu_model (child (fixture, "sidebar_menu_button")) ==
+                 gtk_menu_button_get_menu_model (child (fixture, "primary_menu_button")));
 
   /* New Conversation leads from the sidebar to the composer. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
@@ -1529,6 +1540,8 @@ test_narrow (Fixture       *fixture,
 
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
+  /* Wide, the conversation's header has it: once is enough. */
+  g_assert_false (gtk_widget_get_visible (child (fixture, "sidebar_menu_button")));
 
   /* A wide window keeps room for the model's name (20 characters and more). */
   for (guint i = 0; i < 20; i++)
@@ -1536,12 +1549,6 @@ test_narrow (Fixture       *fixture,
   g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
 }
 
-static gboolean
-child_mapped (Fixture       *fixture,
-              gconstpointer  data)
-{
-  return gtk_widget_get_mapped (child (fixture, data));
-}
 
 /* A window made narrow keeps the page the person was in: the conversation
  * they were writing in, or the sidebar they were searching. */

@@ -67,6 +67,7 @@ struct _KagedWindow
   AdwWindowTitle       *conversation_title;
   KagedModelChooser    *model_chooser;
   GtkMenuButton        *primary_menu_button;
+  GtkMenuButton        *sidebar_menu_button;
   GtkStack             *content_stack;
   AdwStatusPage        *empty_page;
   GtkScrolledWindow    *scroller;

@@ -974,6 +974,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, conversation_title);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, model_chooser);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, primary_menu_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedWindow, sidebar_menu_button);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, content_stack);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, empty_page);
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, scroller);

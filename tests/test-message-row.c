@@ -2434,6 +2434,68 @@ test_row_details_retry_pending (RowFixture    *f,
   gtk_popover_popdown (GTK_POPOVER (popover));
 }
 
+/* Tab through a reply stops on what can be used (its links, a code
+ * block's Copy, its own buttons), not on each paragraph, list item and
+ * table cell, which a click still selects. */
+static void
+test_row_tab_stops (RowFixture    *f,
+                    gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = NULL;
+  g_autoptr(GPtrArray) visited = g_ptr_array_new ();
+  GtkWidget *window = GTK_WIDGET (f->window);
+  gboolean link_reached = FALSE;
+  gboolean code_copy_reached = FALSE;
+  gboolean regenerate_reached = FALSE;
+
+  message = new_message (12, KAGED_MESSAGE_ROLE_AGENT,
+                         "# A heading\n\nA paragraph.\n\n- one\n- two\n\n"
+                         "| Name | Value |\n|---|---|\n| a | 1 |\n\n> A quote\n\n"
+                         "See [the docs](https://example.org/).\n\n```c\nint x;\n```\n",
+                         KAGED_MESSAGE_STATUS_COMPLETE);
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+
+  gtk_root_set_focus (GTK_ROOT (window), NULL);
+  for (guint i = 0; i < 100 && gtk_widget_child_focus (window, GTK_DIR_TAB_FORWARD); i++)
+    {
+      GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (window));
+
+      if (focus == NULL || (visited->len > 0 && focus == g_ptr_array_index (visited, 0)))
+        break;
+      g_ptr_array_add (visited, focus);
+    }
+
+  for (guint i = 0; i < visited->len; i++)
+    {
+      GtkWidget *widget = g_ptr_array_index (visited, i);
+
+      if (GTK_IS_LABEL (widget))
+        {
+          g_assert_nonnull (strstr (gtk_label_get_label (GTK_LABEL (widget)), "<a "));
+          link_reached = TRUE;
+        }
+      if (gtk_widget_get_ancestor (widget, KAGED_TYPE_CODE_BLOCK) != NULL && GTK_IS_BUTTON (widget))
+        code_copy_reached = TRUE;
+      if (widget == button (GTK_WIDGET (f->row), "Regenerate"))
+        regenerate_reached = TRUE;
+    }
+  g_assert_true (link_reached);
+  g_assert_true (code_copy_reached);
+  g_assert_true (regenerate_reached);
+
+  /* Backwards, the same way. */
+  gtk_root_set_focus (GTK_ROOT (window), NULL);
+  for (guint i = 0; i < 100 && gtk_widget_child_focus (window, GTK_DIR_TAB_BACKWARD); i++)
+    {
+      GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (window));
+
+      g_assert_nonnull (focus);
+      if (GTK_IS_LABEL (focus))
+        g_assert_nonnull (strstr (gtk_label_get_label (GTK_LABEL (focus)), "<a "));
+    }
+}
+
 /* A failed or stopped reply says so in its details. */
 static void
 test_row_details_outcomes (RowFixture    *f,
@@ -2560,6 +2622,7 @@ main (int   argc,
   ROW_TEST ("/message-row/details", test_row_details);
   ROW_TEST ("/message-row/details-live", test_row_details_live);
   ROW_TEST ("/message-row/details-outcomes", test_row_details_outcomes);
+  ROW_TEST ("/message-row/tab-stops", test_row_tab_stops);
   ROW_TEST ("/message-row/details-retry-pending", test_row_details_retry_pending);
 
   return g_test_run ();

@@ -1069,6 +1069,14 @@ test_keyboard_reaches_everything (Fixture       *fixture,
   assert_reached (visited, "Message Details", messages);
   assert_reached (visited, "Previous Version", messages);
   assert_reached (visited, "Edit", messages);
+  /* Not each message's text: the messages' rows are the way to read it. */
+  for (guint i = 0; i < visited->len; i++)
+    {
+      GtkWidget *widget = g_ptr_array_index (visited, i);
+
+      if (GTK_IS_LABEL (widget) && gtk_widget_is_ancestor (widget, messages))
+        g_error ("Tab stopped on the text \"%s\"", gtk_label_get_text (GTK_LABEL (widget)));
+    }
 
   /* On the earlier version, the way forward. */
   row = row_of (fixture, kaged_message_get_id (shown_message (fixture, 1)));

@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <string.h>
 
 #include "kaged-code-block.h"
 #include "kaged-markdown-view.h"
@@ -1101,6 +1102,104 @@ kaged_markdown_view_set_property (GObject      *object,
     }
 }
 
+/*
+ * Tab through the text
+ *
+ * Paragraphs, headings, list items and table cells are selectable labels,
+ * focusable so that a click can select their text and Ctrl+C copy it. Tab
+ * passes them by: it stops on what can be used, links (a label that has
+ * some) and what code blocks offer, in the order they are shown. A message
+ * row moves the focus the same way, past its own text.
+ */
+
+static gboolean move_focus_into (GtkWidget        *widget,
+                                 GtkDirectionType  direction);
+
+static gboolean
+label_has_links (GtkWidget *label)
+{
+  return strstr (gtk_label_get_label (GTK_LABEL (label)), "<a ") != NULL;
+}
+
+/* Moves the focus on from where it is in @widget, or into it. */
+static gboolean
+move_focus_within (GtkWidget        *widget,
+                   GtkDirectionType  direction)
+{
+  gboolean forward = direction == GTK_DIR_TAB_FORWARD;
+  GtkWidget *focus_child = gtk_widget_get_focus_child (widget);
+  GtkWidget *child;
+
+  if (focus_child != NULL)
+    {
+      if (move_focus_into (focus_child, direction))
+        return TRUE;
+      child = forward ? gtk_widget_get_next_sibling (focus_child)
+                      : gtk_widget_get_prev_sibling (focus_child);
+    }
+  else
+    {
+      child = forward ? gtk_widget_get_first_child (widget) : gtk_widget_get_last_child (widget);
+    }
+
+  for (; child != NULL;
+       child = forward ? gtk_widget_get_next_sibling (child) : gtk_widget_get_prev_sibling (child))
+    {
+      if (move_focus_into (child, direction))
+        return TRUE;
+    }
+
+  return FALSE;
+}
+
+static gboolean
+move_focus_into (GtkWidget        *widget,
+                 GtkDirectionType  direction)
+{
+  if (!gtk_widget_get_visible (widget) || !gtk_widget_get_can_focus (widget) ||
+      !gtk_widget_is_sensitive (widget))
+    return FALSE;
+
+  /* A label with links moves from link to link, then on. */
+  if (GTK_IS_LABEL (widget))
+    return label_has_links (widget) && gtk_widget_child_focus (widget, direction);
+
+  /* A control, or a code block's text view: as it moves the focus itself. */
+  if (gtk_widget_get_focusable (widget) || gtk_widget_get_first_child (widget) == NULL)
+    return gtk_widget_child_focus (widget, direction);
+
+  return move_focus_within (widget, direction);
+}
+
+/**
+ * kaged_focus_past_text:
+ * @widget: a widget holding text and controls
+ * @direction: where the focus moves
+ *
+ * Moves the focus with Tab in @widget as a reader expects: past its
+ * selectable text, to its links and controls.
+ *
+ * Returns: whether the focus moved within @widget
+ */
+gboolean
+kaged_focus_past_text (GtkWidget        *widget,
+                       GtkDirectionType  direction)
+{
+  g_return_val_if_fail (GTK_IS_WIDGET (widget), FALSE);
+
+  return move_focus_within (widget, direction);
+}
+
+static gboolean
+kaged_markdown_view_focus (GtkWidget        *widget,
+                           GtkDirectionType  direction)
+{
+  if (direction != GTK_DIR_TAB_FORWARD && direction != GTK_DIR_TAB_BACKWARD)
+    return GTK_WIDGET_CLASS (kaged_markdown_view_parent_class)->focus (widget, direction);
+
+  return kaged_focus_past_text (widget, direction);
+}
+
 static void
 kaged_markdown_view_class_init (KagedMarkdownViewClass *klass)
 {
@@ -1110,6 +1209,7 @@ kaged_markdown_view_class_init (KagedMarkdownViewClass *klass)
   object_class->dispose = kaged_markdown_view_dispose;
   object_class->get_property = kaged_markdown_view_get_property;
   object_class->set_property = kaged_markdown_view_set_property;
+  widget_class->focus = kaged_markdown_view_focus;
 
   /**
    * KagedMarkdownView:text:

@@ -1034,6 +1034,18 @@ kaged_message_row_size_allocate (GtkWidget *widget,
     gtk_popover_present (self->details_popover);
 }
 
+/* Tab goes from control to control: the message's text is read from the
+ * row, and a click still selects it. */
+static gboolean
+kaged_message_row_focus (GtkWidget        *widget,
+                         GtkDirectionType  direction)
+{
+  if (direction != GTK_DIR_TAB_FORWARD && direction != GTK_DIR_TAB_BACKWARD)
+    return GTK_WIDGET_CLASS (kaged_message_row_parent_class)->focus (widget, direction);
+
+  return kaged_focus_past_text (widget, direction);
+}
+
 /* What a reply that did not reach the server says to do depends on the
  * server's address and kind, which Preferences can change while it shows. */
 static void
@@ -1218,6 +1230,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   object_class->set_property = kaged_message_row_set_property;
 
   widget_class->size_allocate = kaged_message_row_size_allocate;
+  widget_class->focus = kaged_message_row_focus;
   widget_class->unmap = kaged_message_row_unmap;
 
   /**

@@ -1999,6 +1999,12 @@ test_search (Fixture       *fixture,
   /* Opened: typing goes to its composer. */
   g_assert_true (composer_has_focus (fixture, NULL));
 
+  /* The conversation a result opened fits in the window: nothing further
+   * down to jump to. */
+  g_signal_emit_by_name (entry, "activate");
+  settle (300);
+  g_assert_false (gtk_revealer_get_reveal_child (child (fixture, "jump_revealer")));
+
   /* Markup in a title is shown as text. */
   gtk_editable_set_text (entry, "recipes");
   g_assert_true (wait_for (fixture, results_show, "<recipes>"));

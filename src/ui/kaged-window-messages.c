@@ -116,6 +116,17 @@ kaged_window_messages_scrolled (KagedWindow *self)
     self->grow_source = g_idle_add_full (GDK_PRIORITY_REDRAW + 10, grow_cb, self, NULL);
 }
 
+static gboolean
+update_jump_cb (gpointer user_data)
+{
+  KagedWindow *self = user_data;
+
+  self->jump_source = 0;
+  kaged_window_update_jump (self);
+
+  return G_SOURCE_REMOVE;
+}
+
 /**
  * kaged_window_show_message:
  *
@@ -151,12 +162,16 @@ kaged_window_show_message (KagedWindow *self,
   g_clear_handle_id (&self->scroll_source, g_source_remove);
   gtk_adjustment_set_value (adjustment, 0);
   gtk_revealer_set_reveal_child (self->jump_revealer, TRUE);
+  /* Once laid out, the end may be in view. */
+  g_clear_handle_id (&self->jump_source, g_source_remove);
+  self->jump_source = g_idle_add_full (GDK_PRIORITY_REDRAW + 10, update_jump_cb, self, NULL);
 }
 
 void
 kaged_window_messages_dispose (KagedWindow *self)
 {
   g_clear_handle_id (&self->grow_source, g_source_remove);
+  g_clear_handle_id (&self->jump_source, g_source_remove);
 }
 
 /* ---------------------------------------------------------------------------

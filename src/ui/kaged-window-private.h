@@ -39,6 +39,7 @@ struct _KagedWindow
   guint                 search_source;
   guint                 grow_source;
   GtkWidget            *last_focus;   /* weak; where the focus was before */
+  guint                 jump_source;
   guint                 follow_end : 1;
   guint                 scrolling : 1;
   guint                 opening : 1;  /* not yet scrolled to the end it opened at */
@@ -101,6 +102,7 @@ GtkWidget           *kaged_window_new_edit_dialog      (KagedWindow      *self,
                                                         gint64            message_id,
                                                         const char       *text);
 void                 kaged_window_messages_scrolled    (KagedWindow      *self);
+void                 kaged_window_update_jump          (KagedWindow      *self);
 void                 kaged_window_show_message         (KagedWindow      *self,
                                                         gint64            session_id,
                                                         gint64            message_id);

@@ -514,7 +514,29 @@ vadjustment_bounds_changed_cb (KagedWindow   *self,
       scroll_to_end_at_layout (self);
       kaged_window_follow_end (self);
     }
+  else
+    {
+      kaged_window_update_jump (self);
+    }
   kaged_window_messages_scrolled (self);
+}
+
+/**
+ * kaged_window_update_jump:
+ *
+ * Offers to jump to the end while the end is out of view. Opened at a
+ * message, the end may be in view all the same (a short conversation):
+ * nothing further to jump to, until it grows.
+ */
+void
+kaged_window_update_jump (KagedWindow *self)
+{
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (self->scroller);
+
+  gtk_revealer_set_reveal_child (self->jump_revealer,
+                                 !self->follow_end &&
+                                 (!is_at_end (adjustment) ||
+                                  (self->span != NULL && !kaged_list_span_reaches_end (self->span))));
 }
 
 /*

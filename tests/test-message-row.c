@@ -26,6 +26,20 @@ iterate (void)
     ;
 }
 
+/* Runs the main loop for @ms (longer on a slowed test run), through the
+ * frames it lays out. */
+static void
+settle (guint ms)
+{
+  gint64 until = g_get_monotonic_time () + kaged_test_usec ((gint64)ms * 1000);
+
+  while (g_get_monotonic_time () < until)
+    {
+      if (!g_main_context_iteration (NULL, FALSE))
+        g_usleep (1000);
+    }
+}
+
 static GtkWindow *
 show_in_window (GtkWidget *widget)
 {
@@ -1645,6 +1659,7 @@ test_row_pager (RowFixture    *f,
   g_autoptr(KagedMessage) v2 = new_message (12, KAGED_MESSAGE_ROLE_AGENT, "Version two", KAGED_MESSAGE_STATUS_CANCELLED);
   g_autoptr(KagedMessage) v3 = new_message (13, KAGED_MESSAGE_ROLE_AGENT, "Version three", KAGED_MESSAGE_STATUS_COMPLETE);
   GtkWidget *row = GTK_WIDGET (f->row);
+  graphene_point_t regenerate_at;
   GtkWidget *previous;
   GtkWidget *next;
 
@@ -1657,11 +1672,25 @@ test_row_pager (RowFixture    *f,
   kaged_message_row_set_versions (f->row, G_LIST_MODEL (versions));
   iterate ();
   g_assert_false (shown (button (row, "Previous Version")));
+  settle (200);
+  g_assert_true (gtk_widget_compute_point (button (row, "Regenerate"), row, &GRAPHENE_POINT_INIT (0, 0),
+                                           &regenerate_at));
 
-  /* Three: it shows, and follows the list. */
+  /* Three: it shows, and follows the list. It comes after the reply's
+   * buttons, which stay where they were under the pointer. */
   g_list_store_insert (versions, 0, v1);
   g_list_store_insert (versions, 1, v2);
   iterate ();
+  {
+    graphene_point_t now;
+
+    settle (200);
+    g_assert_cmpint (gtk_widget_get_width (button (row, "Previous Version")), >, 0);
+
+    g_assert_true (gtk_widget_compute_point (button (row, "Regenerate"), row, &GRAPHENE_POINT_INIT (0, 0),
+                                             &now));
+    g_assert_cmpfloat (now.x, ==, regenerate_at.x);
+  }
   previous = button (row, "Previous Version");
   next = button (row, "Next Version");
   g_assert_true (shown (previous));

@@ -216,22 +216,6 @@ test_markup (void)
   g_assert_cmpstr (paragraphs, ==, "…end. Next <b>word</b> and more");
 }
 
-/* A snippet of a reply reads as its text, not as its Markdown. */
-static void
-test_markup_plain_markdown (void)
-{
-  g_autofree char *markup = kaged_store_search_markup ("## A heading\n- item **one** with `code`\n"
-                                                       "| Name | Value |\n|------|------:|\n"
-                                                       "> a " KAGED_STORE_MATCH_START "quote" KAGED_STORE_MATCH_END
-                                                       "\n```c\nint x;\n```\n1. See [the docs](https://x.org/)"
-                                                       " and __that__ ~~old~~.");
-  g_autofree char *names = kaged_store_search_markup ("keep snake_case, 2 * 3 and a_b*c");
-
-  g_assert_cmpstr (markup, ==, "A heading item one with code Name Value a <b>quote</b> int x; "
-                               "See the docs and that old.");
-  g_assert_cmpstr (names, ==, "keep snake_case, 2 * 3 and a_b*c");
-}
-
 /* Makes @path a database of an older schema from the fixture @name, then
  * runs @more_sql there, if any, with that schema's triggers. */
 static void
@@ -324,7 +308,6 @@ main (int   argc,
   g_test_add_func ("/store-search/follows-changes", test_follows_changes);
   g_test_add_func ("/store-search/query-is-text", test_query_is_text);
   g_test_add_func ("/store-search/markup", test_markup);
-  g_test_add_func ("/store-search/markup-plain-markdown", test_markup_plain_markdown);
   g_test_add_func ("/store-search/migrated", test_migrated);
   g_test_add_func ("/store-search/migrated-streaming", test_migrated_streaming);
 

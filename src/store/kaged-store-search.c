@@ -7,8 +7,6 @@
 
 #include "config.h"
 
-#include <string.h>
-
 #include <glib/gi18n.h>
 
 #include "kaged-store-private.h"
@@ -257,145 +255,24 @@ kaged_store_search (KagedStore  *self,
   return g_steal_pointer (&hits);
 }
 
-/* Whether @p starts a line of a table's rule: "|---|:--:|". */
-static gboolean
-is_table_rule (const char *p,
-               const char *end)
-{
-  gboolean dash = FALSE;
-
-  for (; p < end; p++)
-    {
-      if (*p == '-')
-        dash = TRUE;
-      else if (*p != '|' && *p != ':' && *p != ' ' && *p != '\t')
-        return FALSE;
-    }
-
-  return dash;
-}
-
-/* Appends the line [@p, @end) of a message's Markdown as the text it
- * shows: without the marks of headings, quotes, list items, fences,
- * tables, strong and code spans, and with a link's text for the link. */
-static void
-append_plain_line (GString    *out,
-                   const char *p,
-                   const char *end)
-{
-  while (p < end && (*p == ' ' || *p == '\t'))
-    p++;
-
-  if (end - p >= 3 && (strncmp (p, "```", 3) == 0 || strncmp (p, "~~~", 3) == 0))
-    return;
-  if (is_table_rule (p, end))
-    return;
-
-  while (p < end && *p == '>')
-    {
-      p++;
-      while (p < end && *p == ' ')
-        p++;
-    }
-
-  if (p < end && *p == '#')
-    {
-      const char *q = p;
-
-      while (q < end && *q == '#' && q - p < 6)
-        q++;
-      if (q < end && *q == ' ')
-        p = q + 1;
-    }
-
-  if (end - p >= 2 && (*p == '-' || *p == '*' || *p == '+') && p[1] == ' ')
-    {
-      p += 2;
-    }
-  else if (p < end && g_ascii_isdigit (*p))
-    {
-      const char *q = p;
-
-      while (q < end && g_ascii_isdigit (*q))
-        q++;
-      if (end - q >= 2 && (*q == '.' || *q == ')') && q[1] == ' ')
-        p = q + 2;
-    }
-
-  while (p < end)
-    {
-      if (end - p >= 2 && (strncmp (p, "**", 2) == 0 || strncmp (p, "__", 2) == 0 ||
-                           strncmp (p, "~~", 2) == 0))
-        {
-          p += 2;
-          continue;
-        }
-
-      if (*p == '`')
-        {
-          p++;
-          continue;
-        }
-
-      if (*p == '|')
-        {
-          g_string_append_c (out, ' ');
-          p++;
-          continue;
-        }
-
-      /* [text](address): the text. */
-      if (*p == '[')
-        {
-          const char *close = memchr (p, ']', end - p);
-          const char *address_end = close != NULL && close + 1 < end && close[1] == '('
-                                    ? memchr (close, ')', end - close) : NULL;
-
-          if (address_end != NULL)
-            {
-              g_string_append_len (out, p + 1, close - p - 1);
-              p = address_end + 1;
-              continue;
-            }
-        }
-
-      g_string_append_c (out, *p);
-      p++;
-    }
-  g_string_append_c (out, ' ');
-}
-
 /**
  * kaged_store_search_markup:
  * @text: the text of a #KagedStoreSearchHit
  *
- * Returns: (transfer full): @text as Pango markup: what its Markdown
- *   shows (no marks of headings, lists, quotes, tables, fences, strong or
- *   code spans; a link's text), escaped, with each matched word in bold,
- *   on one line (each run of spaces and line breaks is one space)
+ * Returns: (transfer full): @text as Pango markup: escaped, with each
+ *   matched word in bold, on one line (each run of spaces and line breaks
+ *   is one space)
  */
 char *
 kaged_store_search_markup (const char *text)
 {
   GString *markup = g_string_new (NULL);
-  g_autoptr(GString) plain = g_string_new (NULL);
   g_autoptr(GString) line = g_string_new (NULL);
   const char *p;
 
   g_return_val_if_fail (text != NULL, NULL);
 
-  /* What the message shows, line by line, then as one line. */
-  for (p = text; *p != '\0';)
-    {
-      const char *end = strchr (p, '\n');
-
-      if (end == NULL)
-        end = p + strlen (p);
-      append_plain_line (plain, p, end);
-      p = *end != '\0' ? end + 1 : end;
-    }
-
-  for (p = plain->str; *p != '\0'; p++)
+  for (p = text; *p != '\0'; p++)
     {
       if (!g_ascii_isspace (*p))
         g_string_append_c (line, *p);

@@ -908,7 +908,6 @@ test_retry_succeeds (Fixture       *fixture,
   g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
 }
 
-
 /* Cancel while the retry's run streams: the banner keeps Cancel until the
  * retry resolves, and the run ends cancelled. */
 static void
@@ -934,8 +933,7 @@ test_cancel_retry_run (Fixture       *fixture,
   g_assert_true (wait_for (fixture, banner_revealed, GINT_TO_POINTER (FALSE)));
   g_assert_cmpint (kaged_message_get_status (shown_message (fixture, 1)), ==,
                    KAGED_MESSAGE_STATUS_CANCELLED);
-  settle (600);
-  g_assert_true (composer_has_focus (fixture, NULL));
+  g_assert_true (wait_for (fixture, composer_has_focus, NULL));
 }
 
 /* --- keyboard ------------------------------------------------------------------ */
@@ -1557,7 +1555,6 @@ test_narrow (Fixture       *fixture,
   g_assert_cmpint (gtk_widget_get_width (child (fixture, "model_chooser")), >=, 150);
 }
 
-
 /* A window made narrow keeps the page the person was in: the conversation
  * they were writing in, or the sidebar they were searching. */
 static void
@@ -1964,6 +1961,13 @@ sidebar_shows (Fixture       *fixture,
   return g_strcmp0 (gtk_stack_get_visible_child_name (child (fixture, "sidebar_stack")), data) == 0;
 }
 
+static gboolean
+jump_hidden (Fixture       *fixture,
+             gconstpointer  data)
+{
+  return !gtk_revealer_get_reveal_child (child (fixture, "jump_revealer"));
+}
+
 static void
 test_search (Fixture       *fixture,
              gconstpointer  data)
@@ -1999,11 +2003,16 @@ test_search (Fixture       *fixture,
   /* Opened: typing goes to its composer. */
   g_assert_true (composer_has_focus (fixture, NULL));
 
+  /* Enter right after typing, before the entry's pause: what was typed is
+   * found and opened, not the first result of before. */
+  gtk_editable_set_text (entry, "recipes");
+  g_signal_emit_by_name (entry, "activate");
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Bread <recipes> & more");
+
   /* The conversation a result opened fits in the window: nothing further
    * down to jump to. */
   g_signal_emit_by_name (entry, "activate");
-  settle (300);
-  g_assert_false (gtk_revealer_get_reveal_child (child (fixture, "jump_revealer")));
+  g_assert_true (wait_for (fixture, jump_hidden, NULL));
 
   /* Markup in a title is shown as text. */
   gtk_editable_set_text (entry, "recipes");

@@ -1156,8 +1156,9 @@ static gboolean
 move_focus_into (GtkWidget        *widget,
                  GtkDirectionType  direction)
 {
-  if (!gtk_widget_get_visible (widget) || !gtk_widget_get_can_focus (widget) ||
-      !gtk_widget_is_sensitive (widget))
+  /* Shown: not hidden, nor on a stack's other page or in a closed revealer. */
+  if (!gtk_widget_get_visible (widget) || !gtk_widget_get_child_visible (widget) ||
+      !gtk_widget_get_can_focus (widget) || !gtk_widget_is_sensitive (widget))
     return FALSE;
 
   /* A label with links moves from link to link, then on. */
@@ -1172,8 +1173,9 @@ move_focus_into (GtkWidget        *widget,
 }
 
 /**
- * kaged_focus_past_text:
- * @widget: a widget holding text and controls
+ * kaged_markdown_view_focus_past_text:
+ * @widget: a widget holding text and controls: a #KagedMarkdownView, or a
+ *   widget that holds one
  * @direction: where the focus moves
  *
  * Moves the focus with Tab in @widget as a reader expects: past its
@@ -1182,8 +1184,8 @@ move_focus_into (GtkWidget        *widget,
  * Returns: whether the focus moved within @widget
  */
 gboolean
-kaged_focus_past_text (GtkWidget        *widget,
-                       GtkDirectionType  direction)
+kaged_markdown_view_focus_past_text (GtkWidget        *widget,
+                                     GtkDirectionType  direction)
 {
   g_return_val_if_fail (GTK_IS_WIDGET (widget), FALSE);
 
@@ -1197,7 +1199,7 @@ kaged_markdown_view_focus (GtkWidget        *widget,
   if (direction != GTK_DIR_TAB_FORWARD && direction != GTK_DIR_TAB_BACKWARD)
     return GTK_WIDGET_CLASS (kaged_markdown_view_parent_class)->focus (widget, direction);
 
-  return kaged_focus_past_text (widget, direction);
+  return kaged_markdown_view_focus_past_text (widget, direction);
 }
 
 static void

@@ -24,7 +24,7 @@ guint64        kaged_markdown_view_get_widgets_built (KagedMarkdownView *self);
 guint64        kaged_markdown_view_get_group_layouts (KagedMarkdownView *self);
 guint64        kaged_markdown_view_get_width_measures (KagedMarkdownView *self);
 
-gboolean       kaged_focus_past_text                 (GtkWidget         *widget,
+gboolean       kaged_markdown_view_focus_past_text   (GtkWidget         *widget,
                                                       GtkDirectionType   direction);
 
 G_END_DECLS

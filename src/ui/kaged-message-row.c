@@ -1043,7 +1043,7 @@ kaged_message_row_focus (GtkWidget        *widget,
   if (direction != GTK_DIR_TAB_FORWARD && direction != GTK_DIR_TAB_BACKWARD)
     return GTK_WIDGET_CLASS (kaged_message_row_parent_class)->focus (widget, direction);
 
-  return kaged_focus_past_text (widget, direction);
+  return kaged_markdown_view_focus_past_text (widget, direction);
 }
 
 /* What a reply that did not reach the server says to do depends on the

@@ -37,6 +37,7 @@ struct _KagedWindow
   gulong                layout_handler;
   gint64                layout_frame;  /* the frame it last scrolled in */
   guint                 search_source;
+  char                 *searched;       /* the words the results are for */
   guint                 grow_source;
   GtkWidget            *last_focus;   /* weak; where the focus was before */
   guint                 jump_source;

@@ -84,6 +84,8 @@ run_search (KagedWindow *self)
   const char *query = gtk_editable_get_text (GTK_EDITABLE (self->search_entry));
   guint n_shown = 0;
 
+  g_free (self->searched);
+  self->searched = g_strdup (query);
   clear_results (self);
 
   if (manager == NULL || query[0] == '\0' || !gtk_search_bar_get_search_mode (self->search_bar))
@@ -117,6 +119,12 @@ run_search (KagedWindow *self)
 static void
 search_changed_cb (KagedWindow *self)
 {
+  /* Already run for Enter or Down, which came before the pause: the
+   * results stay, with the focus they may have. */
+  if (g_strcmp0 (self->searched, gtk_editable_get_text (GTK_EDITABLE (self->search_entry))) == 0 &&
+      gtk_search_bar_get_search_mode (self->search_bar))
+    return;
+
   run_search (self);
 }
 
@@ -159,6 +167,11 @@ search_action (GtkWidget  *widget,
 static GtkListBoxRow *
 first_result (KagedWindow *self)
 {
+  /* Typed a moment ago: the entry tells of it only after a pause, and the
+   * results are still those of what was there before. */
+  if (g_strcmp0 (self->searched, gtk_editable_get_text (GTK_EDITABLE (self->search_entry))) != 0)
+    run_search (self);
+
   if (!gtk_widget_get_mapped (GTK_WIDGET (self->results_view)))
     return NULL;
 
@@ -214,8 +227,8 @@ kaged_window_init_search (KagedWindow *self)
   g_signal_connect_object (keys, "key-pressed", G_CALLBACK (results_key_pressed_cb), self, 0);
   gtk_widget_add_controller (GTK_WIDGET (self->results_view), keys);
 
+  /* After the entry's text, and its input method, had their say. */
   keys = gtk_shortcut_controller_new ();
-  gtk_event_controller_set_propagation_phase (keys, GTK_PHASE_CAPTURE);
   gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
                                         gtk_shortcut_new (gtk_alternative_trigger_new (gtk_keyval_trigger_new (GDK_KEY_Down, 0),
                                                                                        gtk_keyval_trigger_new (GDK_KEY_KP_Down, 0)),
@@ -237,6 +250,7 @@ void
 kaged_window_search_dispose (KagedWindow *self)
 {
   g_clear_handle_id (&self->search_source, g_source_remove);
+  g_clear_pointer (&self->searched, g_free);
 }
 
 void

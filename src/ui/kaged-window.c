@@ -690,7 +690,6 @@ session_bind_cb (GtkSignalListItemFactory *factory,
                                  gtk_list_item_get_item (item));
 }
 
-
 static void
 session_activate_cb (KagedWindow *self,
                      guint        position,

@@ -22,4 +22,17 @@ kaged_test_usec (gint64 usec)
   return usec * (gint64) CLAMP (factor, 1, 100);
 }
 
+/* Runs the default main context for @usec microseconds of the clock, as
+ * given (pass it through kaged_test_usec() for a wait that lets something
+ * happen), sleeping a millisecond whenever nothing is ready. */
+static inline void
+kaged_test_run_for (gint64 usec)
+{
+  gint64 until = g_get_monotonic_time () + usec;
+
+  while (g_get_monotonic_time () < until)
+    if (!g_main_context_iteration (NULL, FALSE))
+      g_usleep (1000);
+}
+
 G_END_DECLS

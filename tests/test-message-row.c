@@ -31,13 +31,7 @@ iterate (void)
 static void
 settle (guint ms)
 {
-  gint64 until = g_get_monotonic_time () + kaged_test_usec ((gint64)ms * 1000);
-
-  while (g_get_monotonic_time () < until)
-    {
-      if (!g_main_context_iteration (NULL, FALSE))
-        g_usleep (1000);
-    }
+  kaged_test_run_for (kaged_test_usec ((gint64)ms * 1000));
 }
 
 static GtkWindow *

@@ -19,6 +19,7 @@
 #include "kaged-model-chooser.h"
 #include "kaged-profiles.h"
 #include "kaged-retry-text.h"
+#include "kaged-test-time.h"
 
 #define WAIT_SECONDS 15
 
@@ -131,13 +132,7 @@ fixture_tear_down (Fixture       *fixture,
 
   /* GTK 4.8 keeps the surface a tooltip was asked for and reads it when
    * its timer fires, if the window has gone meanwhile: it fires first. */
-  {
-    gint64 until = g_get_monotonic_time () + 700 * 1000;
-
-    while (g_get_monotonic_time () < until)
-      if (!g_main_context_iteration (NULL, FALSE))
-        g_usleep (1000);
-  }
+  kaged_test_run_for (700 * 1000);
   gtk_window_destroy (fixture->window);
   iterate ();
   kaged_core_shutdown (fixture->core);

@@ -181,13 +181,7 @@ fixture_tear_down (Fixture       *fixture,
 
   /* GTK 4.8 keeps the surface a tooltip was asked for and reads it when
    * its timer fires, if the window has gone meanwhile: it fires first. */
-  {
-    gint64 until = g_get_monotonic_time () + 700 * 1000;
-
-    while (g_get_monotonic_time () < until)
-      if (!g_main_context_iteration (NULL, FALSE))
-        g_usleep (1000);
-  }
+  kaged_test_run_for (700 * 1000);
   if (fixture->window != NULL)
     gtk_window_destroy (GTK_WINDOW (fixture->window));
   kaged_desktop_shutdown (fixture->desktop);
@@ -258,10 +252,7 @@ press_escape (GtkWidget *widget)
 static void
 settle (guint ms)
 {
-  gint64 until = g_get_monotonic_time () + ms * 1000;
-
-  while (g_get_monotonic_time () < until)
-    g_main_context_iteration (NULL, FALSE);
+  kaged_test_run_for ((gint64)ms * 1000);
 }
 
 static gboolean

@@ -408,7 +408,7 @@ vadjustment_value_changed_cb (KagedWindow   *self,
 
   self->follow_end = is_at_end (adjustment) &&
                      (self->span == NULL || kaged_list_span_reaches_end (self->span));
-  gtk_revealer_set_reveal_child (self->jump_revealer, !self->follow_end);
+  kaged_window_update_jump (self);
   kaged_window_messages_scrolled (self);
 }
 

@@ -12,6 +12,19 @@
  * before-paint, update, layout or paint) to its after-paint, which covers
  * the tick callbacks, the layout, the snapshot and the rendering.
  *
+ * and, for a frame that waited for the X server's replies (round trips,
+ * in which the server first finishes every request sent before), a line
+ *
+ *   wait END DURATION
+ *
+ * with the same END and the time spent waiting, and a line
+ *
+ *   cpu END DURATION
+ *
+ * with the CPU time the main thread used in the frame, both in
+ * microseconds: a frame much longer than both waited for something else
+ * (the kernel, or a CPU given to another program).
+ *
  * It also appends a line
  *
  *   busy END DURATION
@@ -25,7 +38,10 @@
  * SPDX-License-Identifier: GPL-3.0-or-later
  */
 
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
+#include <time.h>
 
 #include <gtk/gtk.h>
 
@@ -41,6 +57,42 @@ static FILE *out;
 static gint64 last_flush;
 static GPollFunc next_poll;
 static gint64 poll_returned;
+static gint64 x_wait;
+static gint64 frame_cpu_start;
+
+static gint64
+thread_cpu_time (void)
+{
+  struct timespec now;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &now);
+
+  return (gint64)now.tv_sec * G_USEC_PER_SEC + now.tv_nsec / 1000;
+}
+
+/* Every round trip of Xlib waits in _XReply(); Display, xReply and Status
+ * are passed through untouched. */
+typedef int (*XReplyFunc) (void *display, void *reply, int extra, int discard);
+
+int _XReply (void *display, void *reply, int extra, int discard);
+
+int
+_XReply (void       *display,
+         void       *reply,
+         int         extra,
+         int         discard)
+{
+  static XReplyFunc next_reply;
+  gint64 start = g_get_monotonic_time ();
+  int status;
+
+  if (next_reply == NULL)
+    next_reply = (XReplyFunc) dlsym (RTLD_NEXT, "_XReply");
+  status = next_reply (display, reply, extra, discard);
+  x_wait += g_get_monotonic_time () - start;
+
+  return status;
+}
 
 /* A frame runs only the phases it needs: it starts at the first one seen. */
 static void
@@ -48,8 +100,12 @@ phase_cb (GdkFrameClock *clock,
           gpointer       user_data)
 {
   if (g_object_get_data (G_OBJECT (clock), "bench-frame-start") == NULL)
-    g_object_set_data (G_OBJECT (clock), "bench-frame-start",
-                       GSIZE_TO_POINTER ((gsize)g_get_monotonic_time ()));
+    {
+      g_object_set_data (G_OBJECT (clock), "bench-frame-start",
+                         GSIZE_TO_POINTER ((gsize)g_get_monotonic_time ()));
+      x_wait = 0;
+      frame_cpu_start = thread_cpu_time ();
+    }
 }
 
 static void
@@ -63,6 +119,10 @@ after_paint_cb (GdkFrameClock *clock,
     return;
 
   fprintf (out, "%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now, now - start);
+  if (x_wait > 0)
+    fprintf (out, "wait %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now, x_wait);
+  fprintf (out, "cpu %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "\n", now,
+           thread_cpu_time () - frame_cpu_start);
   g_object_set_data (G_OBJECT (clock), "bench-frame-start", NULL);
 
   if (now - last_flush > FLUSH_MS * 1000)

@@ -12,7 +12,8 @@
 # Kaged's own frames are timed from inside: bench-window-frames, preloaded
 # into it, writes when each frame ended and how long it took (from the
 # frame clock's first phase to its after-paint, on the clock of
-# time.monotonic()).
+# time.monotonic()), how much of it went on waiting for the X server's
+# replies, and the CPU time Kaged's main thread used in it.
 
 import json
 import os
@@ -364,9 +365,16 @@ def bench_stream():
         time.sleep(FRAMES_FLUSH)
         frames = read_frames(frames_path, since=start, until=start + elapsed)
         print("while streaming: %s (target: none over 16 ms)" % describe_frames(frames))
-        slow = ["%.2f s: %.1f ms" % (end - start, d) for end, d in frames if d > 16.0]
+        waits = dict(read_records(frames_path, "wait", start, start + elapsed))
+        cpu_times = dict(read_records(frames_path, "cpu", start, start + elapsed))
+        slow = ["%.2f s: %.1f ms (%.1f ms waiting for the X server, %.1f ms of CPU)"
+                % (end - start, d, waits.get(end, 0.0), cpu_times.get(end, 0.0))
+                for end, d in frames if d > 16.0]
         if slow:
             print("  frames over 16 ms, from the press of Enter: " + ", ".join(slow))
+        own = [d - waits.get(end, 0.0) for end, d in frames]
+        print("  the same frames less their waits for the X server: longest %.1f ms, %d over 16 ms"
+              % (max(own, default=0.0), sum(1 for d in own if d > 16.0)))
         busy = [d for _, d in read_records(frames_path, "busy", start, start + elapsed)]
         print("main loop iterations, frames and the work between them: "
               "longest %.1f ms, %d over 16 ms"

@@ -178,19 +178,21 @@ first_result (KagedWindow *self)
   return gtk_list_box_get_row_at_index (self->results_view, 0);
 }
 
-/* Down in the entry goes to the results, to the first one. */
-static void
-first_result_action (GtkWidget  *widget,
-                     const char *action_name,
-                     GVariant   *parameter)
+/* Down in the entry goes to the results, to the first one; with nothing
+ * found, it is left to GTK, which moves the focus down. */
+static gboolean
+first_result_cb (GtkWidget *widget,
+                 GVariant  *args,
+                 gpointer   user_data)
 {
-  KagedWindow *self = KAGED_WINDOW (widget);
+  KagedWindow *self = KAGED_WINDOW (user_data);
   GtkListBoxRow *row = first_result (self);
 
   if (row == NULL)
-    return;
+    return FALSE;
 
   gtk_widget_grab_focus (GTK_WIDGET (row));
+  return TRUE;
 }
 
 /* Enter in the entry opens the first result. */
@@ -232,7 +234,7 @@ kaged_window_init_search (KagedWindow *self)
   gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
                                         gtk_shortcut_new (gtk_alternative_trigger_new (gtk_keyval_trigger_new (GDK_KEY_Down, 0),
                                                                                        gtk_keyval_trigger_new (GDK_KEY_KP_Down, 0)),
-                                                          gtk_named_action_new ("search.first-result")));
+                                                          gtk_callback_action_new (first_result_cb, self, NULL)));
   gtk_widget_add_controller (GTK_WIDGET (self->search_entry), keys);
 
   gtk_search_bar_connect_entry (self->search_bar, GTK_EDITABLE (self->search_entry));
@@ -257,7 +259,6 @@ void
 kaged_window_class_init_search (GtkWidgetClass *widget_class)
 {
   gtk_widget_class_install_action (widget_class, "win.search", NULL, search_action);
-  gtk_widget_class_install_action (widget_class, "search.first-result", NULL, first_result_action);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_f, GDK_CONTROL_MASK,
                                        "win.search", NULL);
 }

@@ -1482,6 +1482,76 @@ test_row_tier1_wait (RowFixture    *f,
   iterate ();
 }
 
+/* Stopped while Tier 1 waited to try the provider again, a reply without
+ * a word still says why the attempts failed; one stopped while it was
+ * being written, or before anything failed, says only that it stopped. */
+static void
+test_row_stopped_while_retrying (RowFixture    *f,
+                                 gconstpointer  data)
+{
+  g_autoptr(KagedMessage) message = new_message (18, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_STREAMING);
+  g_autoptr(KagedRun) run = kaged_run_new ();
+  g_autoptr(KagedAttempt) attempt = kaged_attempt_new ();
+  const char *waiting = "The provider is overloaded (HTTP 503) \u2014 the provider asked to wait 30 s";
+  const char *reason = "The provider is overloaded (HTTP 503)";
+  GtkWidget *row = GTK_WIDGET (f->row);
+  gint64 now_ms = g_get_real_time () / 1000;
+
+  kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
+  kaged_run_set_started_at (run, now_ms);
+  kaged_message_row_set_message (f->row, message);
+  kaged_message_row_set_run (f->row, run);
+  iterate ();
+
+  /* Stopped before anything failed. */
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Stopped"));
+  g_assert_null (shown_label (row, reason));
+
+  /* Stopped while Tier 1 waited. */
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_STREAMING);
+  attempt->time = now_ms;
+  attempt->http_status = 503;
+  attempt->error = g_strdup ("Service Unavailable");
+  attempt->retry_class = KAGED_RETRY_CLASS_OVERLOADED;
+  attempt->wait_ms = 30000;
+  attempt->wait_source = g_strdup ("retry-after");
+  kaged_run_add_attempt (run, attempt);
+  kaged_run_set_next_attempt_at (run, now_ms + 30000);
+  iterate ();
+  g_assert_nonnull (shown_label (row, waiting));
+
+  kaged_run_set_status (run, KAGED_RUN_STATUS_CANCELLED);
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Stopped"));
+  g_assert_nonnull (shown_label (row, reason));
+  g_assert_null (shown_label (row, waiting));
+  g_assert_false (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
+
+  /* Shown again later, from the store. */
+  kaged_message_row_set_run (f->row, NULL);
+  iterate ();
+  g_assert_null (shown_label (row, reason));
+  kaged_message_row_set_run (f->row, run);
+  iterate ();
+  g_assert_nonnull (shown_label (row, reason));
+
+  /* Words came before the stop: the failures before them are not why. */
+  {
+    g_autoptr(KagedMessage) written = new_message (19, KAGED_MESSAGE_ROLE_AGENT, "Hello",
+                                                   KAGED_MESSAGE_STATUS_CANCELLED);
+
+    kaged_message_row_set_message (f->row, written);
+    iterate ();
+    g_assert_nonnull (shown_label (row, "Stopped"));
+    g_assert_null (shown_label (row, reason));
+    kaged_message_row_set_message (f->row, message);
+  }
+}
+
 /* The spinner turns while the reply waits for words; while they arrive it
  * rests (they show the reply is being written, and a spinner redraws the
  * window at every frame), and turns again when they stop coming. */
@@ -2633,6 +2703,7 @@ main (int   argc,
   ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/spinner", test_row_spinner);
   ROW_TEST ("/message-row/tier1-wait", test_row_tier1_wait);
+  ROW_TEST ("/message-row/stopped-while-retrying", test_row_stopped_while_retrying);
   ROW_TEST ("/message-row/streaming-interval", test_row_streaming_interval);
   ROW_TEST ("/message-row/streaming-between-frames", test_row_streaming_between_frames);
   g_test_add_func ("/message-row/streaming-window-closed", test_row_streaming_window_closed);

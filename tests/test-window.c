@@ -1440,6 +1440,30 @@ test_tier1_wait (Fixture       *fixture,
   g_assert_false (reply_on_screen (fixture, "HTTP 503"));
 }
 
+/* Stopped while Tier 1 waits to try again: the reply says it stopped, and
+ * still why the provider was not reached. */
+static void
+test_stop_while_retrying (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  KagedMessage *reply;
+
+  send (fixture, "Hello?");
+  g_assert_true (wait_for (fixture, reply_on_screen, "Trying again in"));
+  g_signal_emit_by_name (gtk_widget_get_template_child (GTK_WIDGET (fixture->composer),
+                                                        KAGED_TYPE_COMPOSER, "stop_button"),
+                         "clicked");
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  reply = shown_message (fixture, 1);
+  g_assert_nonnull (reply);
+  g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_CANCELLED);
+  g_assert_true (wait_for (fixture, reply_on_screen, "Stopped"));
+  g_assert_true (reply_on_screen (fixture, "The provider is overloaded (HTTP 503)"));
+  g_assert_false (reply_on_screen (fixture, "Trying again in"));
+  g_assert_false (reply_on_screen (fixture, "asked to wait"));
+}
+
 /* First run with the provider down: the reply says the server could not be
  * reached, the banner counts down to the retry, and the conversation shows
  * its retry in the sidebar while another one is shown. */
@@ -2584,6 +2608,10 @@ main (int   argc,
     "[{\"status\": 503, \"headers\": {\"retry-after\": \"2\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\"}]";
 
+  const char *busy_a_while =
+    "[{\"status\": 503, \"headers\": {\"retry-after\": \"20\"}, \"body\": \"Unavailable\"},"
+    " {\"kind\": \"openai\", \"text\": \"" REPLY "\"}]";
+
   const char *storm_slow =
     "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\"}, \"body\": \"Unavailable\"},"
     " {\"kind\": \"openai\", \"text\": \"" REPLY "\", \"chunks\": 30, \"delay_ms\": 100}]";
@@ -2618,6 +2646,7 @@ main (int   argc,
   ADD_TEST ("/window/retry-succeeds", storm, test_retry_succeeds);
   ADD_TEST ("/window/cancel-retry-run", storm_slow, test_cancel_retry_run);
   ADD_TEST ("/window/tier1-wait", busy_briefly, test_tier1_wait);
+  ADD_TEST ("/window/stop-while-retrying", busy_a_while, test_stop_while_retrying);
   ADD_TEST ("/window/conversation-opens-at-end", reply, test_conversation_opens_at_end);
   ADD_TEST ("/window/model-button-whole", reply, test_model_button_whole);
   ADD_TEST ("/window/empty-names-provider", reply, test_empty_names_provider);

@@ -252,6 +252,32 @@ find_tier1_wait (KagedMessageRow *self,
   return last;
 }
 
+/* A reply stopped before its first words while its run's last attempt had
+ * failed (Tier 1 waited to try the provider again, or tried it): that
+ * attempt. Otherwise %NULL. */
+static const KagedAttempt *
+find_stopped_failure (KagedMessageRow *self)
+{
+  const char *content;
+  GPtrArray *attempts;
+  const KagedAttempt *last;
+
+  if (self->run == NULL || self->message == NULL || !is_agent (self) ||
+      kaged_message_get_status (self->message) != KAGED_MESSAGE_STATUS_CANCELLED)
+    return NULL;
+
+  content = kaged_message_get_content (self->message);
+  if (content != NULL && content[0] != '\0')
+    return NULL;
+
+  attempts = kaged_run_get_attempts (self->run);
+  if (attempts == NULL || attempts->len == 0)
+    return NULL;
+
+  last = g_ptr_array_index (attempts, attempts->len - 1);
+  return last->retry_class != KAGED_RETRY_CLASS_NONE ? last : NULL;
+}
+
 /**
  * kaged_message_row_describe_status:
  *
@@ -334,15 +360,24 @@ wait_tick_cb (gpointer user_data)
 }
 
 /* While Tier 1 waits, says why, and shows the countdown's next second when
- * it comes. */
+ * it comes; a reply stopped meanwhile keeps saying why, without the wait. */
 static void
 update_tier1_wait (KagedMessageRow *self)
 {
   gint64 left_ms = 0;
   const KagedAttempt *failed = find_tier1_wait (self, &left_ms);
+  const KagedAttempt *stopped = failed == NULL ? find_stopped_failure (self) : NULL;
 
   g_clear_handle_id (&self->wait_source, g_source_remove);
-  gtk_widget_set_visible (GTK_WIDGET (self->wait_label), failed != NULL);
+  gtk_widget_set_visible (GTK_WIDGET (self->wait_label), failed != NULL || stopped != NULL);
+  if (stopped != NULL)
+    {
+      g_autofree char *reason = kaged_retry_describe_reason (stopped->retry_class,
+                                                             stopped->http_status, 0);
+
+      gtk_label_set_label (self->wait_label, reason);
+      return;
+    }
   if (failed == NULL)
     return;
 

@@ -1853,6 +1853,54 @@ test_rename_other (Fixture       *fixture,
   g_assert_cmpstr (kaged_session_get_title (kaged_session_row_get_session (other)), ==, "The first one");
 }
 
+/* The sidebar marks the conversation shown, whatever the pointer passes
+ * over: GTK's lists select the row under the pointer when one click opens
+ * it, and the row the keyboard moves to. A row opened is marked. */
+static void
+test_sidebar_marks_shown (Fixture       *fixture,
+                          gconstpointer  data)
+{
+  GtkWidget *sessions = child (fixture, "session_view");
+  GtkSingleSelection *selection = GTK_SINGLE_SELECTION (gtk_list_view_get_model (GTK_LIST_VIEW (sessions)));
+  KagedSessionList *list;
+  gint64 first;
+  gint64 second;
+  guint first_position = 0;
+  guint second_position = 0;
+
+  send (fixture, "One");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  first = kaged_window_get_session_id (fixture->window);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  send (fixture, "Two");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  second = kaged_window_get_session_id (fixture->window);
+  settle (100);
+
+  list = KAGED_SESSION_LIST (gtk_single_selection_get_model (selection));
+  g_assert_true (kaged_session_list_find (list, first, &first_position));
+  g_assert_true (kaged_session_list_find (list, second, &second_position));
+  g_assert_cmpuint (gtk_single_selection_get_selected (selection), ==, second_position);
+
+  /* Passed over, or reached by the arrow keys: still the one shown. */
+  g_assert_true (gtk_widget_activate_action (sessions, "list.select-item", "(ubb)",
+                                             first_position, FALSE, FALSE));
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+  g_assert_cmpuint (gtk_single_selection_get_selected (selection), ==, second_position);
+
+  /* Clicked, or Enter: it opens, and is marked. */
+  g_assert_true (gtk_widget_activate_action (sessions, "list.activate-item", "u", first_position));
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, first);
+  g_assert_cmpuint (gtk_single_selection_get_selected (selection), ==, first_position);
+
+  /* A new conversation not yet written in is in no row: none is marked. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  g_assert_cmpuint (gtk_single_selection_get_selected (selection), ==, GTK_INVALID_LIST_POSITION);
+  g_assert_true (gtk_widget_activate_action (sessions, "list.select-item", "(ubb)",
+                                             second_position, FALSE, FALSE));
+  g_assert_cmpuint (gtk_single_selection_get_selected (selection), ==, GTK_INVALID_LIST_POSITION);
+}
+
 /* Renamed in place: F2 puts the title in an entry; Enter keeps it. */
 static void
 test_rename (Fixture       *fixture,
@@ -2653,6 +2701,7 @@ main (int   argc,
   ADD_TEST ("/window/new-conversation-and-delete", reply, test_new_conversation_and_delete);
   ADD_TEST ("/window/search", reply, test_search);
   ADD_TEST ("/window/rename-other", reply, test_rename_other);
+  ADD_TEST ("/window/sidebar-marks-shown", reply, test_sidebar_marks_shown);
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);
   ADD_TEST ("/window/long-conversation-scrolls-back", reply, test_long_conversation_scrolls_back);
   ADD_TEST ("/window/long-conversation-rests", reply, test_long_conversation_rests);

@@ -1141,6 +1141,11 @@ kaged_window_init (KagedWindow *self)
   self->session_selection = gtk_single_selection_new (NULL);
   gtk_single_selection_set_autoselect (self->session_selection, FALSE);
   gtk_single_selection_set_can_unselect (self->session_selection, TRUE);
+  /* One click opens a conversation, so GTK selects the row under the
+   * pointer, and the one the arrow keys reach: the row marked stays the
+   * conversation shown, and changes when another one opens. */
+  g_signal_connect_object (self->session_selection, "notify::selected",
+                           G_CALLBACK (select_shown_session), self, G_CONNECT_SWAPPED);
   gtk_list_view_set_model (self->session_view, GTK_SELECTION_MODEL (self->session_selection));
 
   factory = gtk_signal_list_item_factory_new ();

@@ -1416,6 +1416,21 @@ wait_for_status (RowFixture *f,
     }
 }
 
+/* Shows @message, a reply still without words, beside @run, started at
+ * @now_ms and running. */
+static void
+show_running_reply (RowFixture   *f,
+                    KagedMessage *message,
+                    KagedRun     *run,
+                    gint64        now_ms)
+{
+  kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
+  kaged_run_set_started_at (run, now_ms);
+  kaged_message_row_set_message (f->row, message);
+  kaged_message_row_set_run (f->row, run);
+  iterate ();
+}
+
 /* While Tier 1 waits to try the provider again, the reply says why, and
  * counts down to the next attempt; then it connects again. */
 static void
@@ -1430,11 +1445,7 @@ test_row_tier1_wait (RowFixture    *f,
   GtkWidget *row = GTK_WIDGET (f->row);
   gint64 now_ms = g_get_real_time () / 1000;
 
-  kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
-  kaged_run_set_started_at (run, now_ms);
-  kaged_message_row_set_message (f->row, message);
-  kaged_message_row_set_run (f->row, run);
-  iterate ();
+  show_running_reply (f, message, run, now_ms);
   g_assert_nonnull (shown_label (row, "Connecting…"));
 
   attempt->time = now_ms;
@@ -1498,11 +1509,7 @@ test_row_stopped_while_retrying (RowFixture    *f,
   GtkWidget *row = GTK_WIDGET (f->row);
   gint64 now_ms = g_get_real_time () / 1000;
 
-  kaged_run_set_status (run, KAGED_RUN_STATUS_RUNNING);
-  kaged_run_set_started_at (run, now_ms);
-  kaged_message_row_set_message (f->row, message);
-  kaged_message_row_set_run (f->row, run);
-  iterate ();
+  show_running_reply (f, message, run, now_ms);
 
   /* Stopped before anything failed. */
   kaged_message_set_status (message, KAGED_MESSAGE_STATUS_CANCELLED);

@@ -1807,9 +1807,27 @@ entry_has_focus (Fixture       *fixture,
          (gtk_widget_is_focus (entry) || gtk_widget_get_focus_child (entry) != NULL);
 }
 
-/* Rename… on a conversation not shown: the click that opened its menu
- * selects its row, and the entry stays open for the new title (GTK 4.8
- * binds a row again when its selection changes). */
+/* Writes in two conversations, "One" then "Two", each answered; the second
+ * is shown. Returns the first's id. */
+static gint64
+write_two_conversations (Fixture *fixture)
+{
+  gint64 first;
+
+  send (fixture, "One");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  first = kaged_window_get_session_id (fixture->window);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  send (fixture, "Two");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+
+  return first;
+}
+
+/* Rename… on a conversation not shown: the pointer that opened its menu
+ * selects its row, and the window marks the conversation shown again; the
+ * entry stays open for the new title all the same (GTK 4.8 binds a row
+ * again each time its selection changes). */
 static void
 test_rename_other (Fixture       *fixture,
                    gconstpointer  data)
@@ -1821,12 +1839,7 @@ test_rename_other (Fixture       *fixture,
   gint64 first;
   guint position = 0;
 
-  send (fixture, "One");
-  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
-  first = kaged_window_get_session_id (fixture->window);
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
-  send (fixture, "Two");
-  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  first = write_two_conversations (fixture);
 
   for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL;
        item = gtk_widget_get_next_sibling (item))
@@ -1868,12 +1881,7 @@ test_sidebar_marks_shown (Fixture       *fixture,
   guint first_position = 0;
   guint second_position = 0;
 
-  send (fixture, "One");
-  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
-  first = kaged_window_get_session_id (fixture->window);
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
-  send (fixture, "Two");
-  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  first = write_two_conversations (fixture);
   second = kaged_window_get_session_id (fixture->window);
   settle (100);
 

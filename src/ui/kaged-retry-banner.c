@@ -31,8 +31,6 @@ typedef struct
   GtkLabel *reason_label;
   GtkLabel *detail_label;
   GtkLabel *status_label;
-  GtkButton *retry_now_button;
-  GtkButton *cancel_button;
 } Layout;
 
 /**
@@ -160,20 +158,6 @@ keep_status_width (KagedRetryBanner *self)
   gtk_widget_set_size_request (status, minimum, -1);
 }
 
-/* Retry Now goes insensitive once the retry is under way, under the
- * focus if it was pressed from the keyboard: the focus moves beside it,
- * to Cancel Retry, instead of leaving the banner. */
-static void
-focus_past_retry_now (KagedRetryBanner *self)
-{
-  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
-  GtkWidget *focus = root != NULL ? gtk_root_get_focus (root) : NULL;
-
-  for (guint i = 0; i < N_LAYOUTS; i++)
-    if (focus != NULL && focus == GTK_WIDGET (self->layouts[i].retry_now_button))
-      gtk_widget_grab_focus (GTK_WIDGET (self->layouts[i].cancel_button));
-}
-
 static void
 kaged_retry_banner_update (KagedRetryBanner *self)
 {
@@ -190,11 +174,9 @@ kaged_retry_banner_update (KagedRetryBanner *self)
     state = kaged_retry_scheduler_get_state (self->scheduler);
   shown = state_is_shown (state);
 
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.cancel", shown);
-  if (shown && !state_is_waiting (state))
-    focus_past_retry_now (self);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.retry-now",
                                  state_is_waiting (state));
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "retry-banner.cancel", shown);
 
   kaged_clock_clear_source (&self->refresh_source);
 
@@ -473,21 +455,18 @@ build_status (Layout     *layout,
 }
 
 static void
-append_buttons (Layout     *layout,
-                GtkBox     *box,
+append_buttons (GtkBox     *box,
                 const char *suffix)
 {
   g_autofree char *retry_name = g_strconcat ("retry-now", suffix, NULL);
   g_autofree char *cancel_name = g_strconcat ("cancel", suffix, NULL);
 
-  layout->retry_now_button = new_button (retry_name, _("_Retry Now"),
-                                         "retry-banner.retry-now", _("Retry now"),
-                                         _("Start the retry without waiting"));
-  layout->cancel_button = new_button (cancel_name, _("_Cancel Retry"),
-                                      "retry-banner.cancel", _("Cancel retry"),
-                                      _("Stop retrying this reply"));
-  gtk_box_append (box, GTK_WIDGET (layout->retry_now_button));
-  gtk_box_append (box, GTK_WIDGET (layout->cancel_button));
+  gtk_box_append (box, GTK_WIDGET (new_button (retry_name, _("_Retry Now"),
+                                               "retry-banner.retry-now", _("Retry now"),
+                                               _("Start the retry without waiting"))));
+  gtk_box_append (box, GTK_WIDGET (new_button (cancel_name, _("_Cancel Retry"),
+                                               "retry-banner.cancel", _("Cancel retry"),
+                                               _("Stop retrying this reply"))));
 }
 
 static void
@@ -533,7 +512,7 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_box_append (GTK_BOX (box), GTK_WIDGET (wide->icon));
   gtk_box_append (GTK_BOX (box), texts);
   gtk_box_append (GTK_BOX (box), GTK_WIDGET (build_status (wide, "")));
-  append_buttons (wide, GTK_BOX (box), "");
+  append_buttons (GTK_BOX (box), "");
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 
   /* Narrow: icon and words, then status and buttons. */
@@ -552,7 +531,7 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   /* On a phone a long countdown takes two lines beside the buttons. */
   gtk_label_set_wrap (narrow->status_label, TRUE);
   gtk_label_set_wrap_mode (narrow->status_label, PANGO_WRAP_WORD_CHAR);
-  append_buttons (narrow, GTK_BOX (row), "-narrow");
+  append_buttons (GTK_BOX (row), "-narrow");
   gtk_box_append (GTK_BOX (box), row);
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 

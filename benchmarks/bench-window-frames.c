@@ -22,8 +22,9 @@
  *   cpu END DURATION
  *
  * with the CPU time the main thread used in the frame, both in
- * microseconds: a frame much longer than both waited for something else
- * (the kernel, or a CPU given to another program).
+ * microseconds: a frame longer than their sum waited for something else
+ * (the kernel, or a CPU given to another program). Only Xlib's replies
+ * count as waits; waits for events, or made through xcb, do not.
  *
  * It also appends a line
  *

@@ -63,9 +63,11 @@ def with_frames(env, work):
 
 def read_records(path, kind, since=None, until=None):
     """[(end in seconds, duration in ms)] of the records of @kind that ended
-    in [since, until]: frames (kind None, lines "END DURATION"), or the
+    in [since, until]: frames (kind None, lines "END DURATION"); the
     iterations of the main loop that worked over 8 ms (kind "busy", lines
-    "busy END DURATION")."""
+    "busy END DURATION"); or, for a frame ended at END, the time it waited
+    for the X server's replies (kind "wait") and the CPU time the main
+    thread used in it (kind "cpu")."""
     records = []
     if path is None or not os.path.exists(path):
         return records

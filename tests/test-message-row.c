@@ -1538,6 +1538,17 @@ test_row_stopped_while_retrying (RowFixture    *f,
   g_assert_null (shown_label (row, waiting));
   g_assert_false (gtk_widget_get_visible (GTK_WIDGET (spinner_of (row))));
 
+  /* The attempt the stop cut short is logged after it: it is not why. */
+  {
+    g_autoptr(KagedAttempt) cut_short = kaged_attempt_new ();
+
+    cut_short->time = now_ms + 30000;
+    cut_short->error = g_strdup ("The request was cancelled");
+    kaged_run_add_attempt (run, cut_short);
+    iterate ();
+    g_assert_nonnull (shown_label (row, reason));
+  }
+
   /* Shown again later, from the store. */
   kaged_message_row_set_run (f->row, NULL);
   iterate ();
@@ -1555,7 +1566,6 @@ test_row_stopped_while_retrying (RowFixture    *f,
     iterate ();
     g_assert_nonnull (shown_label (row, "Stopped"));
     g_assert_null (shown_label (row, reason));
-    kaged_message_row_set_message (f->row, message);
   }
 }
 

@@ -1462,6 +1462,19 @@ test_stop_while_retrying (Fixture       *fixture,
   g_assert_true (reply_on_screen (fixture, "The provider is overloaded (HTTP 503)"));
   g_assert_false (reply_on_screen (fixture, "Trying again in"));
   g_assert_false (reply_on_screen (fixture, "asked to wait"));
+
+  /* Once the attempt the stop cut short is logged, and when the
+   * conversation is opened again. */
+  settle (500);
+  g_assert_true (reply_on_screen (fixture, "The provider is overloaded (HTTP 503)"));
+  {
+    gint64 session_id = kaged_window_get_session_id (fixture->window);
+
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+    kaged_window_show_session (fixture->window, session_id);
+    g_assert_true (wait_for (fixture, reply_on_screen, "Stopped"));
+    g_assert_true (reply_on_screen (fixture, "The provider is overloaded (HTTP 503)"));
+  }
 }
 
 /* First run with the provider down: the reply says the server could not be

@@ -252,15 +252,15 @@ find_tier1_wait (KagedMessageRow *self,
   return last;
 }
 
-/* A reply stopped before its first words while its run's last attempt had
- * failed (Tier 1 waited to try the provider again, or tried it): that
- * attempt. Otherwise %NULL. */
+/* A reply stopped before its first words, after an attempt of its run had
+ * failed (while Tier 1 waited to try the provider again, or tried it):
+ * that attempt. Otherwise %NULL. The attempt the stop cut short is logged
+ * too, without a class: it tells nothing about the provider. */
 static const KagedAttempt *
 find_stopped_failure (KagedMessageRow *self)
 {
   const char *content;
   GPtrArray *attempts;
-  const KagedAttempt *last;
 
   if (self->run == NULL || self->message == NULL || !is_agent (self) ||
       kaged_message_get_status (self->message) != KAGED_MESSAGE_STATUS_CANCELLED)
@@ -271,11 +271,16 @@ find_stopped_failure (KagedMessageRow *self)
     return NULL;
 
   attempts = kaged_run_get_attempts (self->run);
-  if (attempts == NULL || attempts->len == 0)
-    return NULL;
+  for (guint i = attempts != NULL ? attempts->len : 0; i > 0; i--)
+    {
+      const KagedAttempt *attempt = g_ptr_array_index (attempts, i - 1);
+      gboolean cut_short = attempt->retry_class == KAGED_RETRY_CLASS_NONE && attempt->error != NULL;
 
-  last = g_ptr_array_index (attempts, attempts->len - 1);
-  return last->retry_class != KAGED_RETRY_CLASS_NONE ? last : NULL;
+      if (!cut_short)
+        return attempt->retry_class != KAGED_RETRY_CLASS_NONE ? attempt : NULL;
+    }
+
+  return NULL;
 }
 
 /**

@@ -316,7 +316,7 @@ kaged_window_show_session (KagedWindow *self,
 
   self->follow_end = TRUE;
   self->opening = TRUE;
-  gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
+  kaged_window_update_jump (self);
 
   update_title (self);
   update_content (self);
@@ -569,7 +569,7 @@ jump_to_bottom_action (GtkWidget  *widget,
   KagedWindow *self = KAGED_WINDOW (widget);
 
   self->follow_end = TRUE;
-  gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
+  kaged_window_update_jump (self);
   scroll_to_end_cb (self);
   kaged_window_follow_end (self);
   kaged_composer_focus (self->composer);
@@ -614,7 +614,7 @@ composer_send_cb (KagedWindow   *self,
 
   kaged_composer_clear (composer);
   self->follow_end = TRUE;
-  gtk_revealer_set_reveal_child (self->jump_revealer, FALSE);
+  kaged_window_update_jump (self);
   kaged_window_follow_end (self);
   update_composer (self);
 }

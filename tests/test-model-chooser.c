@@ -571,15 +571,28 @@ test_command_line_beside_saved (Fixture       *fixture,
   g_assert_cmpuint (g_list_model_get_n_items (choices), ==, 2);
 }
 
-/* In a narrow header the button reads the model alone, which is what
- * changes from one conversation to the next; the popover shows the
- * profile. */
+static void
+count_notify (guint *count)
+{
+  (*count)++;
+}
+
+/* In a narrow header the button is an icon, and its label, for the window
+ * to show, is the model alone, which is what changes from one conversation
+ * to the next; the popover shows the profile. */
 static void
 test_narrow (Fixture       *fixture,
              gconstpointer  data)
 {
+  GtkMenuButton *button = child (fixture, "menu_button");
+  guint notified = 0;
+
+  g_signal_connect_swapped (fixture->chooser, "notify::label", G_CALLBACK (count_notify), &notified);
+  g_assert_null (gtk_menu_button_get_icon_name (button));
   kaged_model_chooser_set_narrow (fixture->chooser, TRUE);
   g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "test-model");
+  g_assert_cmpuint (notified, ==, 1);
+  g_assert_cmpstr (gtk_menu_button_get_icon_name (button), ==, "kaged-model-symbolic");
 
   /* A model chosen while narrow reads alone too. */
   open_popover (fixture);
@@ -587,9 +600,15 @@ test_narrow (Fixture       *fixture,
   g_signal_emit_by_name (child (fixture, "models_list"), "row-activated", row_for (fixture, "fake-small"));
   iterate ();
   g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "fake-small");
+  g_assert_cmpuint (notified, ==, 2);
 
+  /* Wide again, the button reads the profile and the model. */
   kaged_model_chooser_set_narrow (fixture->chooser, FALSE);
   g_assert_cmpstr (kaged_model_chooser_get_label (fixture->chooser), ==, "Local · fake-small");
+  g_assert_cmpuint (notified, ==, 3);
+  g_assert_null (gtk_menu_button_get_icon_name (button));
+  g_assert_true (gtk_widget_is_ancestor (child (fixture, "button_label"), GTK_WIDGET (button)));
+  g_assert_true (gtk_widget_get_mapped (child (fixture, "button_label")));
 }
 
 /* A profile and a model too long to read together: the button reads the

@@ -358,6 +358,8 @@ label_reads (GtkWidget  *widget,
 
 static gboolean   composer_has_focus   (Fixture       *fixture,
                                         gconstpointer  data);
+static gboolean   model_label_room     (Fixture       *fixture,
+                                        gconstpointer  data);
 static GtkWidget *find_button_labelled (GtkWidget     *widget,
                                         const char    *label);
 
@@ -1570,6 +1572,37 @@ child_mapped (Fixture       *fixture,
   return gtk_widget_get_mapped (child (fixture, data));
 }
 
+/* The label on screen inside @widget that reads @text exactly, or NULL. */
+static GtkLabel *
+label_reading (GtkWidget  *widget,
+               const char *text)
+{
+  if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
+      g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0)
+    return GTK_LABEL (widget);
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    {
+      GtkLabel *found = label_reading (c, text);
+
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
+}
+
+/* Whether the conversation's title reads whole in the header. */
+static gboolean
+title_reads_whole (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  AdwWindowTitle *title = child (fixture, "conversation_title");
+  GtkLabel *label = label_reading (GTK_WIDGET (title), adw_window_title_get_title (title));
+
+  return label != NULL && !pango_layout_is_ellipsized (gtk_label_get_layout (label));
+}
+
 /* At 360 px the sidebar and the conversation take turns. */
 static void
 test_narrow (Fixture       *fixture,
@@ -1577,6 +1610,9 @@ test_narrow (Fixture       *fixture,
 {
   AdwLeaflet *leaflet = child (fixture, "leaflet");
   GtkListView *sessions = child (fixture, "session_view");
+  AdwWindowTitle *title = child (fixture, "conversation_title");
+  GtkSettings *settings = gtk_widget_get_settings (GTK_WIDGET (fixture->window));
+  g_autofree char *layout = NULL;
   int minimum = 0;
 
   gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
@@ -1606,6 +1642,16 @@ test_narrow (Fixture       *fixture,
   g_assert_cmpint (minimum, <=, 360);
   g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (leaflet)), <=, 360);
 
+  /* The model button is an icon there, and the model reads under the
+   * conversation's title, which reads whole beside GNOME's title buttons
+   * (close alone). */
+  g_assert_true (wait_for (fixture, model_label_room, GINT_TO_POINTER (48)));
+  g_assert_cmpstr (adw_window_title_get_subtitle (title), ==, "test-model");
+  g_object_get (settings, "gtk-decoration-layout", &layout, NULL);
+  g_object_set (settings, "gtk-decoration-layout", "appmenu:close", NULL);
+  g_assert_true (wait_for (fixture, title_reads_whole, NULL));
+  g_object_set (settings, "gtk-decoration-layout", layout, NULL);
+
   /* Back to the conversations, and into one again. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
@@ -1616,6 +1662,8 @@ test_narrow (Fixture       *fixture,
   g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (FALSE)));
   /* Wide, the conversation's header has it: once is enough. */
   g_assert_false (gtk_widget_get_visible (child (fixture, "sidebar_menu_button")));
+  /* The model button reads the model again, and only it. */
+  g_assert_cmpstr (adw_window_title_get_subtitle (title), ==, "");
 
   /* A wide window keeps room for the model's name (20 characters and more). */
   for (guint i = 0; i < 20; i++)

@@ -49,9 +49,11 @@ struct _KagedModelChooser
   char           *system_prompt;
   guint           pending : 1;
   guint           narrow : 1;
+  GtkWidget      *wide_content;  /* the label and arrow, shown when not narrow */
 
   /* Template children */
   GtkMenuButton  *menu_button;
+  GtkWidget      *button_content;
   GtkLabel       *button_label;
   GtkPopover     *popover;
   GtkDropDown    *profile_dropdown;
@@ -65,6 +67,14 @@ struct _KagedModelChooser
 };
 
 G_DEFINE_FINAL_TYPE (KagedModelChooser, kaged_model_chooser, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_LABEL,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
 
 /* ---------------------------------------------------------------------------
  * Profiles
@@ -161,6 +171,17 @@ show_status (KagedModelChooser *self,
 }
 
 static void
+set_label (KagedModelChooser *self,
+           const char        *label)
+{
+  if (g_strcmp0 (gtk_label_get_label (self->button_label), label) == 0)
+    return;
+
+  gtk_label_set_label (self->button_label, label);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LABEL]);
+}
+
+static void
 update_label (KagedModelChooser *self)
 {
   KagedProfile *profile = find_profile (self, self->profile_id);
@@ -169,7 +190,7 @@ update_label (KagedModelChooser *self)
 
   if (profile == NULL)
     {
-      gtk_label_set_label (self->button_label, _("Default Model"));
+      set_label (self, _("Default Model"));
       gtk_widget_set_sensitive (GTK_WIDGET (self->menu_button), FALSE);
       return;
     }
@@ -184,15 +205,15 @@ update_label (KagedModelChooser *self)
   /* Translators: the conversation's provider profile and model, e.g. "Work · gpt-4o" */
   label = g_strdup_printf (_("%s · %s"), kaged_profile_get_name (profile),
                            model != NULL ? model : "");
-  /* A narrow header has room for a few letters, and a long pair would
-   * read as the start of the one and the end of the other: the model
-   * alone, which is what differs between conversations. The description
-   * keeps both. */
+  /* A narrow header reads it under the conversation's title, and a long
+   * pair would read as the start of the one and the end of the other: the
+   * model alone, which is what differs between conversations. The
+   * description keeps both. */
   if (model != NULL && *model != '\0' &&
       (self->narrow || g_utf8_strlen (label, -1) > gtk_label_get_max_width_chars (self->button_label)))
-    gtk_label_set_label (self->button_label, model);
+    set_label (self, model);
   else
-    gtk_label_set_label (self->button_label, label);
+    set_label (self, label);
   gtk_accessible_update_property (GTK_ACCESSIBLE (self->menu_button),
                                   GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, label,
                                   -1);
@@ -592,6 +613,7 @@ kaged_model_chooser_dispose (GObject *object)
 
   disconnect_core (self);
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_MODEL_CHOOSER);
+  g_clear_object (&self->wide_content);
 
   G_OBJECT_CLASS (kaged_model_chooser_parent_class)->dispose (object);
 }
@@ -609,6 +631,25 @@ kaged_model_chooser_finalize (GObject *object)
 }
 
 static void
+kaged_model_chooser_get_property (GObject    *object,
+                                  guint       prop_id,
+                                  GValue     *value,
+                                  GParamSpec *pspec)
+{
+  KagedModelChooser *self = KAGED_MODEL_CHOOSER (object);
+
+  switch (prop_id)
+    {
+    case PROP_LABEL:
+      g_value_set_string (value, kaged_model_chooser_get_label (self));
+      break;
+
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
 kaged_model_chooser_class_init (KagedModelChooserClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
@@ -616,9 +657,22 @@ kaged_model_chooser_class_init (KagedModelChooserClass *klass)
 
   object_class->dispose = kaged_model_chooser_dispose;
   object_class->finalize = kaged_model_chooser_finalize;
+  object_class->get_property = kaged_model_chooser_get_property;
+
+  /**
+   * KagedModelChooser:label:
+   *
+   * What the button reads, e.g. "Work · gpt-4o", or the model alone when
+   * narrow (then shown by the window, not the button).
+   */
+  properties[PROP_LABEL] =
+    g_param_spec_string ("label", NULL, NULL, NULL,
+                         G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/kaged/Kaged/kaged-model-chooser.ui");
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, menu_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, button_content);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, button_label);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, popover);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, profile_dropdown);
@@ -646,6 +700,8 @@ kaged_model_chooser_init (KagedModelChooser *self)
   g_autoptr(GtkExpression) name = NULL;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  /* Kept while a narrow header shows the icon in its place. */
+  self->wide_content = g_object_ref (self->button_content);
 
   name = gtk_property_expression_new (KAGED_TYPE_PROFILE, NULL, "name");
   gtk_drop_down_set_expression (self->profile_dropdown, name);
@@ -724,7 +780,8 @@ kaged_model_chooser_set_session (KagedModelChooser *self,
   reload (self);
 }
 
-/* What the button reads, e.g. "Work · gpt-4o". */
+/* What the button reads, e.g. "Work · gpt-4o"; when narrow, the model
+ * alone, for the window to show. */
 const char *
 kaged_model_chooser_get_label (KagedModelChooser *self)
 {
@@ -738,8 +795,9 @@ kaged_model_chooser_get_label (KagedModelChooser *self)
  * @self: a #KagedModelChooser
  * @narrow: whether the header it sits in is narrow
  *
- * In a narrow header the button reads the model alone and gives up its
- * room first, down to a few letters; otherwise it reads the profile and the
+ * In a narrow header the button shows an icon, leaving the room to the
+ * conversation's title, and its label (the model alone) is for the window
+ * to show under that title; otherwise the button reads the profile and the
  * model and keeps room for 20 characters.
  */
 void
@@ -753,6 +811,9 @@ kaged_model_chooser_set_narrow (KagedModelChooser *self,
     return;
 
   self->narrow = narrow;
-  gtk_label_set_width_chars (self->button_label, narrow ? 4 : 20);
+  if (narrow)
+    gtk_menu_button_set_icon_name (self->menu_button, "kaged-model-symbolic");
+  else
+    gtk_menu_button_set_child (self->menu_button, self->wide_content);
   update_label (self);
 }

@@ -734,6 +734,17 @@ new_conversation_action (GtkWidget  *widget,
  * header always fits, so the choice cannot change the width it is made on. */
 #define NARROW_HEADER_WIDTH 500
 
+/* A narrow header's model button is an icon: the model reads under the
+ * conversation's title instead. */
+static void
+update_subtitle (KagedWindow *self)
+{
+  adw_window_title_set_subtitle (self->conversation_title,
+                                 self->narrow_header
+                                 ? kaged_model_chooser_get_label (self->model_chooser)
+                                 : NULL);
+}
+
 static void
 set_narrow_header (KagedWindow *self,
                    gboolean     narrow)
@@ -744,6 +755,7 @@ set_narrow_header (KagedWindow *self,
 
   self->narrow_header = narrow;
   kaged_model_chooser_set_narrow (self->model_chooser, narrow);
+  update_subtitle (self);
 }
 
 /* Before the window has a size, and whenever it is given one by
@@ -1116,6 +1128,8 @@ kaged_window_init (KagedWindow *self)
   g_signal_connect (self, "notify::focus-widget", G_CALLBACK (focus_widget_cb), NULL);
   gtk_widget_add_tick_callback (GTK_WIDGET (self), first_frame_cb, NULL, NULL);
   g_signal_connect (self, "notify::default-width", G_CALLBACK (default_width_cb), NULL);
+  g_signal_connect_object (self->model_chooser, "notify::label", G_CALLBACK (update_subtitle), self,
+                           G_CONNECT_SWAPPED);
 
 #if DEVELOPMENT_BUILD
   gtk_widget_add_css_class (GTK_WIDGET (self), "devel");

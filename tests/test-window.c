@@ -1885,6 +1885,89 @@ write_two_conversations (Fixture *fixture)
   return first;
 }
 
+/* Whether the composer reads @text. */
+static void
+assert_composer_reads (Fixture    *fixture,
+                       const char *text)
+{
+  g_autofree char *shown = kaged_composer_dup_text (fixture->composer);
+
+  g_assert_cmpstr (shown, ==, text);
+}
+
+static GtkTextBuffer *
+composer_buffer (Fixture *fixture)
+{
+  GObject *view = gtk_widget_get_template_child (GTK_WIDGET (fixture->composer), KAGED_TYPE_COMPOSER,
+                                                 "text_view");
+
+  return gtk_text_view_get_buffer (GTK_TEXT_VIEW (view));
+}
+
+/* Types @text in the composer as a person would: one undoable step. */
+static void
+type_in_composer (Fixture    *fixture,
+                  const char *text)
+{
+  gtk_text_buffer_insert_at_cursor (composer_buffer (fixture), text, -1);
+}
+
+/* Each conversation keeps what was written in it and not sent: moving to
+ * another one does not carry the text there, where Enter would send it,
+ * and Undo there does not bring it back. */
+static void
+test_drafts (Fixture       *fixture,
+             gconstpointer  data)
+{
+  GtkWidget *sessions = child (fixture, "session_view");
+  GtkTextBuffer *buffer = composer_buffer (fixture);
+  gint64 first;
+  gint64 second;
+  gint64 third;
+
+  first = write_two_conversations (fixture);
+  second = kaged_window_get_session_id (fixture->window);
+  type_in_composer (fixture, "Draft for Two");
+
+  /* The list is newest first: "One" is second. */
+  g_signal_emit_by_name (sessions, "activate", 1);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, first);
+  assert_composer_reads (fixture, "");
+  g_assert_false (gtk_text_buffer_get_can_undo (buffer));
+  type_in_composer (fixture, "Draft for One");
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  assert_composer_reads (fixture, "");
+  type_in_composer (fixture, "A new question");
+
+  g_signal_emit_by_name (sessions, "activate", 0);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+  assert_composer_reads (fixture, "Draft for Two");
+  /* Undo goes back through this conversation's typing only. */
+  g_assert_false (gtk_text_buffer_get_can_undo (buffer));
+
+  /* The new conversation's text is sent from it and stays sent. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  assert_composer_reads (fixture, "A new question");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->composer), "composer.send", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  third = kaged_window_get_session_id (fixture->window);
+  g_assert_cmpint (third, !=, first);
+  g_assert_cmpint (third, !=, second);
+  g_assert_true (wait_for (fixture, reply_on_screen, "A new question"));
+  assert_composer_reads (fixture, "");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  assert_composer_reads (fixture, "");
+
+  /* Newest first: "A new question", "Two", "One". */
+  g_signal_emit_by_name (sessions, "activate", 2);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, first);
+  assert_composer_reads (fixture, "Draft for One");
+  g_signal_emit_by_name (sessions, "activate", 0);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, third);
+  assert_composer_reads (fixture, "");
+}
+
 /* Rename… on a conversation not shown: the pointer that opened its menu
  * selects its row, and the window marks the conversation shown again; the
  * entry stays open for the new title all the same (GTK 4.8 binds a row
@@ -2771,6 +2854,7 @@ main (int   argc,
   ADD_TEST ("/window/search", reply, test_search);
   ADD_TEST ("/window/rename-other", reply, test_rename_other);
   ADD_TEST ("/window/sidebar-marks-shown", reply, test_sidebar_marks_shown);
+  ADD_TEST ("/window/drafts", reply, test_drafts);
   ADD_TEST ("/window/long-conversation-opens-at-end", reply, test_long_conversation_opens_at_end);
   ADD_TEST ("/window/long-conversation-scrolls-back", reply, test_long_conversation_scrolls_back);
   ADD_TEST ("/window/long-conversation-rests", reply, test_long_conversation_rests);

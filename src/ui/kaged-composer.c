@@ -341,6 +341,31 @@ kaged_composer_set_text (KagedComposer *self,
 }
 
 /**
+ * kaged_composer_set_draft:
+ * @text: (nullable): what was written in the conversation now shown
+ *
+ * Puts back the text of another conversation, with the cursor at its end.
+ * Undo goes back through what is typed from here, never into the text of
+ * the conversation shown before.
+ */
+void
+kaged_composer_set_draft (KagedComposer *self,
+                          const char    *text)
+{
+  GtkTextBuffer *buffer;
+  GtkTextIter end;
+
+  g_return_if_fail (KAGED_IS_COMPOSER (self));
+
+  buffer = gtk_text_view_get_buffer (self->text_view);
+  gtk_text_buffer_begin_irreversible_action (buffer);
+  gtk_text_buffer_set_text (buffer, text != NULL ? text : "", -1);
+  gtk_text_buffer_end_irreversible_action (buffer);
+  gtk_text_buffer_get_end_iter (buffer, &end);
+  gtk_text_buffer_place_cursor (buffer, &end);
+}
+
+/**
  * kaged_composer_clear:
  *
  * Empties the composer, once its text was posted.

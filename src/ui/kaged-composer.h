@@ -28,6 +28,8 @@ char       *kaged_composer_dup_text           (KagedComposer *self);
 void        kaged_composer_set_text           (KagedComposer *self,
                                                const char    *text);
 void        kaged_composer_clear              (KagedComposer *self);
+void        kaged_composer_set_draft          (KagedComposer *self,
+                                               const char    *text);
 gboolean    kaged_composer_get_running        (KagedComposer *self);
 void        kaged_composer_set_running        (KagedComposer *self,
                                                gboolean       running);

@@ -31,6 +31,7 @@ struct _KagedWindow
   GSignalGroup         *session_signals; /* the shown KagedSession */
   GSignalGroup         *retry_signals;   /* the shown session's KagedRetryScheduler */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
+  GHashTable           *drafts;     /* gint64 session id → text written there, not sent */
   gint64                session_id;
   guint                 scroll_source;
   GdkFrameClock        *layout_clock; /* weak; scrolls to the end in its layout phase */
@@ -51,6 +52,7 @@ struct _KagedWindow
   gulong                after_paint_handler;
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
+  guint                 starting : 1;   /* the new conversation's first message starts it */
   guint                 narrow_header : 1;
   guint                 laid_out : 1;   /* allocated once: a fold is the person's resize */
   guint                 focus_in_banner : 1;

@@ -284,6 +284,32 @@ set_conversation (KagedWindow *self,
   gtk_list_view_set_model (self->message_view, self->message_selection);
 }
 
+/* Each conversation keeps what was written in it and not sent: moving to
+ * another must not carry the text there, where Enter would send it. The
+ * text of a new conversation goes with it when its first message starts
+ * it. */
+static void
+switch_draft (KagedWindow *self,
+              gint64       session_id)
+{
+  g_autofree char *text = NULL;
+  g_autofree char *draft = NULL;
+  g_autofree gint64 *key = NULL;
+
+  if (self->starting)
+    return;
+
+  text = kaged_composer_dup_text (self->composer);
+  if (text[0] != '\0')
+    g_hash_table_replace (self->drafts, g_memdup2 (&self->session_id, sizeof self->session_id),
+                          g_steal_pointer (&text));
+  else
+    g_hash_table_remove (self->drafts, &self->session_id);
+
+  g_hash_table_steal_extended (self->drafts, &session_id, (gpointer *)&key, (gpointer *)&draft);
+  kaged_composer_set_draft (self->composer, draft);
+}
+
 /**
  * kaged_window_show_session:
  * @session_id: the session to show, or 0 for a new conversation
@@ -301,7 +327,10 @@ kaged_window_show_session (KagedWindow *self,
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
 
-  self->session_id = MAX (session_id, 0);
+  session_id = MAX (session_id, 0);
+  if (session_id != self->session_id)
+    switch_draft (self, session_id);
+  self->session_id = session_id;
 
   coordinator = get_coordinator (self);
   if (coordinator != NULL && self->session_id > 0)
@@ -595,13 +624,18 @@ composer_send_cb (KagedWindow   *self,
     {
       g_autoptr(KagedSession) session = NULL;
 
+      /* Shown as it is created (the window follows the first conversation
+       * to start), or here. */
+      self->starting = TRUE;
       session = kaged_core_create_session (self->core, NULL, &error);
+      if (session != NULL)
+        kaged_window_show_session (self, kaged_session_get_id (session));
+      self->starting = FALSE;
       if (session == NULL)
         {
           kaged_window_toast (self, error->message);
           return;
         }
-      kaged_window_show_session (self, kaged_session_get_id (session));
     }
 
   receipt = kaged_window_post (self, self->session_id, text, &error);
@@ -971,6 +1005,7 @@ kaged_window_finalize (GObject *object)
   g_clear_object (&self->settings);
   g_clear_object (&self->session_selection);
   g_clear_pointer (&self->deleting, g_hash_table_unref);
+  g_clear_pointer (&self->drafts, g_hash_table_unref);
 
   G_OBJECT_CLASS (kaged_window_parent_class)->finalize (object);
 }
@@ -1137,6 +1172,7 @@ kaged_window_init (KagedWindow *self)
 #endif
 
   self->deleting = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  self->drafts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   self->follow_end = TRUE;
 
   /* Messages and a reply's details are selectable text: the focus that

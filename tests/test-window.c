@@ -2172,16 +2172,18 @@ test_new_conversation_and_delete (Fixture       *fixture,
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, 0);
   g_assert_cmpuint (n_shown (fixture), ==, 0);
-  send (fixture, "Two");
+  send (fixture, "Two & <b>three</b>");
   second = kaged_window_get_session_id (fixture->window);
   g_assert_cmpint (second, !=, first);
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
 
-  /* Deleted: hidden at once, back with Undo. */
+  /* Deleted: hidden at once, back with Undo. The toast says which one,
+   * its title as written. */
   kaged_window_delete_session (fixture->window, second);
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 1);
   g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, first);
+  g_assert_true (wait_for (fixture, toast_shown, "\u201cTwo & <b>three</b>\u201d deleted"));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "session.undo-delete",
                                              "x", second));
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);

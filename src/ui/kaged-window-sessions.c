@@ -85,6 +85,8 @@ kaged_window_delete_session (KagedWindow *self,
 {
   KagedSession *session;
   AdwToast *toast;
+  g_autofree char *escaped = NULL;
+  g_autofree char *title = NULL;
 
   g_return_if_fail (KAGED_IS_WINDOW (self));
 
@@ -97,7 +99,14 @@ kaged_window_delete_session (KagedWindow *self,
   if (self->session_id == session_id)
     show_another (self);
 
-  toast = adw_toast_new (_("Conversation deleted"));
+  /* The toast's title is markup. */
+  escaped = g_markup_escape_text (kaged_session_get_title (session) != NULL ? kaged_session_get_title (session) : "", -1);
+  if (escaped[0] != '\0')
+    /* Translators: a conversation was deleted, with Undo beside; %s is its title */
+    title = g_strdup_printf (_("“%s” deleted"), escaped);
+  else
+    title = g_strdup (_("Conversation deleted"));
+  toast = adw_toast_new (title);
   adw_toast_set_button_label (toast, _("_Undo"));
   adw_toast_set_action_name (toast, "session.undo-delete");
   adw_toast_set_action_target_value (toast, g_variant_new_int64 (session_id));

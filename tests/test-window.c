@@ -762,6 +762,36 @@ test_version_longer (Fixture       *fixture,
   g_assert_true (wait_for (fixture, reply_fully_shown, row));
 }
 
+/* The next message follows the replies the conversation holds: a reply
+ * paged back to an earlier version shows again the version it follows. */
+static void
+test_send_after_paging (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  KagedMessageRow *row;
+  gint64 current;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  current = kaged_message_get_id (shown_message (fixture, 1));
+
+  row = row_of (fixture, current);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.previous-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "1/2"));
+  g_assert_null (row_of (fixture, current));
+
+  send (fixture, "And at sunset?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (3)));
+  g_assert_nonnull (row_of (fixture, current));
+  g_assert_true (reply_on_screen (fixture, "2/2"));
+  g_assert_false (reply_on_screen (fixture, "1/2"));
+}
+
 /* A reply's details describe the version the pager shows: its run, not
  * the latest one's. */
 static void
@@ -2833,6 +2863,7 @@ main (int   argc,
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/regenerate-focus", reply, test_regenerate_focus);
   ADD_TEST ("/window/version-details", reply, test_version_details);
+  ADD_TEST ("/window/send-after-paging", reply, test_send_after_paging);
   ADD_TEST ("/window/version-longer", long_then_short, test_version_longer);
   ADD_TEST ("/window/too-large", reply, test_too_large);
   ADD_TEST ("/window/edit", reply, test_edit);

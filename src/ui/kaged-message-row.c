@@ -906,6 +906,25 @@ show_version (KagedMessageRow *self,
   gtk_widget_activate_action (GTK_WIDGET (self), "message.show-version", "x", id);
 }
 
+/**
+ * kaged_message_row_show_latest_version:
+ *
+ * When the pager shows an earlier version of the reply, shows its latest
+ * one again: the one the conversation goes on from.
+ */
+void
+kaged_message_row_show_latest_version (KagedMessageRow *self)
+{
+  guint n_versions = 0;
+  guint position;
+
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  position = find_version (self, &n_versions);
+  if (position != G_MAXUINT && position + 1 < n_versions)
+    show_version (self, (int)(n_versions - 1 - position));
+}
+
 static void
 previous_version_action (GtkWidget  *widget,
                          const char *action_name,

@@ -22,6 +22,7 @@ KagedMessage *kaged_message_row_get_message       (KagedMessageRow *self);
 void          kaged_message_row_set_message       (KagedMessageRow *self,
                                                    KagedMessage    *message);
 GListModel   *kaged_message_row_get_versions      (KagedMessageRow *self);
+void          kaged_message_row_show_latest_version (KagedMessageRow *self);
 void          kaged_message_row_set_versions      (KagedMessageRow *self,
                                                    GListModel      *versions);
 KagedRun     *kaged_message_row_get_run           (KagedMessageRow *self);

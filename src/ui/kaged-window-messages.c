@@ -673,6 +673,26 @@ message_bind_cb (GtkSignalListItemFactory *factory,
     }
 }
 
+/**
+ * kaged_window_show_latest_versions:
+ *
+ * Shows every reply on screen in the version the conversation goes on
+ * from, not an earlier one its pager showed. Rows bound later show it
+ * anyway.
+ */
+void
+kaged_window_show_latest_versions (KagedWindow *self)
+{
+  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row))
+        kaged_message_row_show_latest_version (KAGED_MESSAGE_ROW (row));
+    }
+}
+
 /* A reply's pager showed another version, @message_id: its row describes
  * that version's run. */
 static void

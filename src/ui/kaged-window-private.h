@@ -89,6 +89,7 @@ void                 kaged_window_follow_end           (KagedWindow      *self);
 
 /* kaged-window-messages.c: the conversation and what is done to it */
 void                 kaged_window_class_init_messages  (GtkWidgetClass   *widget_class);
+void                 kaged_window_show_latest_versions (KagedWindow      *self);
 GtkListItemFactory  *kaged_window_message_factory_new  (KagedWindow      *self);
 GListModel          *kaged_window_open_conversation    (KagedWindow      *self,
                                                         gint64            session_id);

@@ -257,6 +257,19 @@ conversation_items_changed_cb (KagedWindow *self,
                                guint        added,
                                GListModel  *model)
 {
+  /* A message after them, from here or elsewhere: the replies show the
+   * versions it follows. */
+  for (guint i = 0; i < added; i++)
+    {
+      g_autoptr(KagedMessage) message = g_list_model_get_item (model, position + i);
+
+      if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR)
+        {
+          kaged_window_show_latest_versions (self);
+          break;
+        }
+    }
+
   update_content (self);
   kaged_window_follow_end (self);
 }

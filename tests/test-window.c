@@ -621,6 +621,58 @@ test_regenerate (Fixture       *fixture,
   }
 }
 
+static AdwMessageDialog *find_message_dialog (void);
+
+/* Regenerating a reply that later messages follow asks first: they leave
+ * the conversation. */
+static void
+test_regenerate_earlier (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  AdwMessageDialog *dialog;
+  gint64 first_reply;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  first_reply = kaged_message_get_id (shown_message (fixture, 1));
+  send (fixture, "And at sunset?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (3)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  /* Cancelled: nothing changes. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
+                                             "x", first_reply));
+  dialog = find_message_dialog ();
+  g_assert_nonnull (dialog);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 messages after it"));
+  adw_message_dialog_response (dialog, "cancel");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  settle (100);
+  g_assert_cmpuint (n_shown (fixture), ==, 4);
+  g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 1)), ==, first_reply);
+
+  /* Confirmed: a new reply in its place, with a pager, and the conversation
+   * ends there. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
+                                             "x", first_reply));
+  dialog = find_message_dialog ();
+  g_assert_nonnull (dialog);
+  adw_message_dialog_response (dialog, "regenerate");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+  g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 1)), !=, first_reply);
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+
+  /* The latest reply regenerates at once: nothing follows it. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
+                                             "x", kaged_message_get_id (shown_message (fixture, 1))));
+  g_assert_null (find_message_dialog ());
+  g_assert_true (wait_for (fixture, reply_on_screen, "3/3"));
+}
+
 /* Whether a selectable label under @widget has part of its text selected. */
 static gboolean
 label_selected (GtkWidget *widget)
@@ -870,7 +922,7 @@ test_edit (Fixture       *fixture,
 }
 
 static AdwMessageDialog *
-find_edit_dialog (void)
+find_message_dialog (void)
 {
   GListModel *toplevels = gtk_window_get_toplevels ();
 
@@ -904,7 +956,7 @@ test_edit_dialog (Fixture       *fixture,
   g_assert_true (gtk_widget_grab_focus ((GtkWidget *) gtk_widget_get_template_child (
                    GTK_WIDGET (row_of (fixture, question)), KAGED_TYPE_MESSAGE_ROW, "edit_button")));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.edit", "x", question));
-  dialog = find_edit_dialog ();
+  dialog = find_message_dialog ();
   g_assert_nonnull (dialog);
   focus = gtk_root_get_focus (GTK_ROOT (dialog));
   g_assert_true (GTK_IS_TEXT_VIEW (focus));
@@ -921,7 +973,7 @@ test_edit_dialog (Fixture       *fixture,
 
   /* What Ctrl+Enter does. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (dialog), "edit.send", NULL));
-  g_assert_null (find_edit_dialog ());
+  g_assert_null (find_message_dialog ());
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
   g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 0)), !=, question);
@@ -2861,6 +2913,7 @@ main (int   argc,
   ADD_TEST ("/window/queue", slow, test_queue);
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
+  ADD_TEST ("/window/regenerate-earlier", reply, test_regenerate_earlier);
   ADD_TEST ("/window/regenerate-focus", reply, test_regenerate_focus);
   ADD_TEST ("/window/version-details", reply, test_version_details);
   ADD_TEST ("/window/send-after-paging", reply, test_send_after_paging);

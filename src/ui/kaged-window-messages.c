@@ -253,12 +253,75 @@ regenerate (KagedWindow *self,
   kaged_window_follow_end (self);
 }
 
+/* How many messages the conversation shows after @message_id. */
+static guint
+count_after (KagedWindow *self,
+             gint64       message_id)
+{
+  guint n = self->conversation != NULL ? g_list_model_get_n_items (self->conversation) : 0;
+
+  for (guint i = n; i > 0; i--)
+    {
+      g_autoptr(KagedMessage) message = g_list_model_get_item (self->conversation, i - 1);
+
+      if (kaged_message_get_id (message) == message_id)
+        return n - i;
+    }
+
+  return 0;
+}
+
+static void
+regenerate_response_cb (AdwMessageDialog *dialog,
+                        const char       *response,
+                        KagedWindow      *self)
+{
+  gint64 *message_id = g_object_get_data (G_OBJECT (dialog), "kaged-message-id");
+
+  if (g_strcmp0 (response, "regenerate") == 0 && message_id != NULL)
+    regenerate (self, *message_id);
+}
+
+/* A reply that later messages follow: they leave the conversation with
+ * it, which is asked first, as for an edit. */
 static void
 regenerate_action (GtkWidget  *widget,
                    const char *action_name,
                    GVariant   *parameter)
 {
-  regenerate (KAGED_WINDOW (widget), g_variant_get_int64 (parameter));
+  KagedWindow *self = KAGED_WINDOW (widget);
+  gint64 message_id = g_variant_get_int64 (parameter);
+  guint later = count_after (self, message_id);
+  AdwMessageDialog *dialog;
+
+  if (later == 0)
+    {
+      regenerate (self, message_id);
+      return;
+    }
+
+  dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (GTK_WINDOW (self), _("Regenerate Reply?"), NULL));
+  adw_message_dialog_format_body (dialog,
+                                  g_dngettext (GETTEXT_PACKAGE,
+                                               "A new reply is written in its place, and the "
+                                               "conversation continues from it. The message after "
+                                               "it leaves the conversation; nothing is deleted.",
+                                               "A new reply is written in its place, and the "
+                                               "conversation continues from it. The %u messages "
+                                               "after it leave the conversation; nothing is deleted.",
+                                               later),
+                                  later);
+  adw_message_dialog_add_responses (dialog,
+                                    "cancel", _("_Cancel"),
+                                    "regenerate", _("_Regenerate"),
+                                    NULL);
+  adw_message_dialog_set_response_appearance (dialog, "regenerate", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (dialog, "regenerate");
+  adw_message_dialog_set_close_response (dialog, "cancel");
+  g_object_set_data_full (G_OBJECT (dialog), "kaged-message-id",
+                          g_memdup2 (&message_id, sizeof message_id), g_free);
+  g_signal_connect_object (dialog, "response", G_CALLBACK (regenerate_response_cb), self, 0);
+  gtk_window_present (GTK_WINDOW (dialog));
 }
 
 static void

@@ -956,6 +956,15 @@ test_row_agent (RowFixture    *f,
   g_assert_cmpuint (f->activated->len, ==, 1);
   g_assert_cmpstr (g_ptr_array_index (f->activated, 0), ==, "regenerate 8");
 
+  /* While a reply is written, Stop ends it, not Regenerate. */
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_STREAMING);
+  iterate ();
+  g_assert_true (shown (button (row, "Regenerate")));
+  g_assert_false (gtk_widget_is_sensitive (button (row, "Regenerate")));
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
+  iterate ();
+  g_assert_true (gtk_widget_is_sensitive (button (row, "Regenerate")));
+
   /* Its accessible description is the whole text. */
   gtk_test_accessible_assert_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
                                        "# Answer\n\nWith **bold**.");

@@ -470,6 +470,14 @@ test_send_shows_reply (Fixture       *fixture,
   g_assert_true (wait_for (fixture, code_blocks_warmed_up, NULL));
 }
 
+static GtkWidget *
+regenerate_button (KagedMessageRow *row)
+{
+  g_assert_nonnull (row);
+  return GTK_WIDGET (gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
+                                                    "regenerate_button"));
+}
+
 static void
 test_stop (Fixture       *fixture,
            gconstpointer  data)
@@ -486,6 +494,20 @@ test_stop (Fixture       *fixture,
                                                      KAGED_TYPE_COMPOSER, "button_stack");
 
     g_assert_cmpstr (gtk_stack_get_visible_child_name (stack), ==, "stop");
+  }
+  /* Stop is what ends it: Regenerate waits until the reply has ended,
+   * from its button and from Ctrl+Shift+R. */
+  {
+    KagedMessageRow *row;
+
+    reply = shown_message (fixture, 1);
+    row = row_of (fixture, kaged_message_get_id (reply));
+    g_assert_nonnull (row);
+    g_assert_false (gtk_widget_is_sensitive (regenerate_button (row)));
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+    settle (50);
+    g_assert_true (shown_message (fixture, 1) == reply);
+    g_assert_cmpint (kaged_message_get_status (reply), ==, KAGED_MESSAGE_STATUS_STREAMING);
   }
   /* Clicked: Stop goes, and typing goes on in the composer. */
   {
@@ -505,6 +527,7 @@ test_stop (Fixture       *fixture,
   /* The partial text stays, and says it was stopped. */
   g_assert_cmpstr (kaged_message_get_content (reply), !=, "");
   g_assert_cmpstr (kaged_message_get_content (reply), !=, REPLY);
+  g_assert_true (gtk_widget_is_sensitive (regenerate_button (row_of (fixture, kaged_message_get_id (reply)))));
 }
 
 static gboolean
@@ -730,8 +753,9 @@ test_regenerate_focus (Fixture       *fixture,
       GtkWidget *button;
 
       g_assert_nonnull (row);
-      button = (GtkWidget *) gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
-                                                            by_key ? "details_button" : "regenerate_button");
+      button = by_key ? (GtkWidget *) gtk_widget_get_template_child (GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW,
+                                                                     "details_button")
+                      : regenerate_button (row);
       g_assert_true (gtk_widget_grab_focus (button));
 
       if (by_key)

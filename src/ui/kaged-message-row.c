@@ -458,6 +458,9 @@ update_state (KagedMessageRow *self)
   gtk_widget_set_visible (GTK_WIDGET (self->markdown_view), agent);
 
   gtk_widget_set_visible (GTK_WIDGET (self->regenerate_button), agent);
+  /* While the reply is written, Stop ends it. */
+  gtk_widget_set_sensitive (GTK_WIDGET (self->regenerate_button),
+                            message_status != KAGED_MESSAGE_STATUS_STREAMING);
   gtk_widget_set_visible (GTK_WIDGET (self->details_button), agent);
   gtk_widget_set_visible (GTK_WIDGET (self->edit_button), !agent && self->message != NULL);
   set_action_target (self->regenerate_button, id);

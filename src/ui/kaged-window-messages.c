@@ -340,9 +340,11 @@ regenerate_latest_action (GtkWidget  *widget,
     {
       g_autoptr(KagedMessage) message = g_list_model_get_item (self->conversation, i - 1);
 
+      /* While it is written, Stop (Escape) ends it, as on its button. */
       if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT)
         {
-          regenerate (self, kaged_message_get_id (message));
+          if (kaged_message_get_status (message) != KAGED_MESSAGE_STATUS_STREAMING)
+            regenerate (self, kaged_message_get_id (message));
           return;
         }
     }

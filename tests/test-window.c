@@ -360,6 +360,8 @@ static gboolean   composer_has_focus   (Fixture       *fixture,
                                         gconstpointer  data);
 static gboolean   model_label_room     (Fixture       *fixture,
                                         gconstpointer  data);
+static void       type_in_composer     (Fixture       *fixture,
+                                        const char    *text);
 static GtkWidget *find_button_labelled (GtkWidget     *widget,
                                         const char    *label);
 
@@ -468,6 +470,39 @@ test_send_shows_reply (Fixture       *fixture,
 
   /* What code blocks need was loaded once the window showed. */
   g_assert_true (wait_for (fixture, code_blocks_warmed_up, NULL));
+}
+
+/* The composer's placeholder stands where the first line is typed, and
+ * goes once something is. */
+static void
+test_composer_placeholder (Fixture       *fixture,
+                           gconstpointer  data)
+{
+  GtkWidget *composer = GTK_WIDGET (fixture->composer);
+  GtkWidget *label = GTK_WIDGET (gtk_widget_get_template_child (composer, KAGED_TYPE_COMPOSER,
+                                                                "placeholder_label"));
+  GtkTextView *view = GTK_TEXT_VIEW (gtk_widget_get_template_child (composer, KAGED_TYPE_COMPOSER,
+                                                                    "text_view"));
+  GtkTextIter start;
+  GdkRectangle line;
+  graphene_rect_t bounds;
+  graphene_point_t first;
+  int x, y;
+
+  settle (100);
+  g_assert_true (gtk_widget_get_mapped (label));
+  gtk_text_buffer_get_start_iter (gtk_text_view_get_buffer (view), &start);
+  gtk_text_view_get_iter_location (view, &start, &line);
+  gtk_text_view_buffer_to_window_coords (view, GTK_TEXT_WINDOW_WIDGET, line.x, line.y, &x, &y);
+  g_assert_true (gtk_widget_compute_point (GTK_WIDGET (view), composer, &GRAPHENE_POINT_INIT (x, y), &first));
+  g_assert_true (gtk_widget_compute_bounds (label, composer, &bounds));
+  g_assert_cmpfloat (fabs (bounds.origin.y - first.y), <=, 2.0);
+  g_assert_cmpfloat (fabs (bounds.origin.x - first.x), <=, 2.0);
+
+  type_in_composer (fixture, "Hello");
+  g_assert_false (gtk_widget_get_visible (label));
+  kaged_composer_clear (fixture->composer);
+  g_assert_true (gtk_widget_get_visible (label));
 }
 
 static GtkWidget *
@@ -2933,6 +2968,7 @@ main (int   argc,
   g_test_add ((path), Fixture, (scenario), fixture_set_up, (func), fixture_tear_down)
 
   ADD_TEST ("/window/send-shows-reply", reply, test_send_shows_reply);
+  ADD_TEST ("/window/composer-placeholder", reply, test_composer_placeholder);
   ADD_TEST ("/window/stop", slow, test_stop);
   ADD_TEST ("/window/queue", slow, test_queue);
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);

@@ -369,7 +369,7 @@ test_countdown (Fixture       *f,
   g_assert_true (kaged_retry_banner_get_revealed (f->banner));
   g_assert_cmpstr (label_text (f, "reason"), ==, "Rate limited — the provider asked to wait 40 s");
   g_assert_cmpstr (label_text (f, "detail"), ==,
-                   "Attempt 1 · wait set by the provider’s Retry-After header");
+                   "Retry 1 · wait set by the provider’s Retry-After header");
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 40 s");
 
   g_signal_connect (status, "notify::label", G_CALLBACK (count_notify), &n_changes);
@@ -407,7 +407,7 @@ test_overloaded (Fixture       *f,
 
   g_assert_true (kaged_retry_banner_get_revealed (f->banner));
   g_assert_cmpstr (label_text (f, "reason"), ==, "The provider is overloaded (HTTP 529)");
-  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 1 · wait set by Kaged, doubling after each failure up to a limit");
+  g_assert_cmpstr (label_text (f, "detail"), ==, "Retry 1 · wait set by Kaged, doubling after each failure up to a limit");
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 2 s");
 
   /* The next failure of the retry: attempt 2. */
@@ -415,7 +415,7 @@ test_overloaded (Fixture       *f,
   fail_run (f, kaged_retry_scheduler_get_run_id (f->scheduler), KAGED_RETRY_CLASS_OVERLOADED,
             503, 0, NULL);
   g_assert_cmpstr (label_text (f, "reason"), ==, "The provider is overloaded (HTTP 503)");
-  g_assert_cmpstr (label_text (f, "detail"), ==, "Attempt 2 · wait set by Kaged, doubling after each failure up to a limit");
+  g_assert_cmpstr (label_text (f, "detail"), ==, "Retry 2 · wait set by Kaged, doubling after each failure up to a limit");
   g_assert_cmpstr (label_text (f, "status"), ==, "Retrying in 4 s");
 }
 
@@ -428,7 +428,7 @@ test_scheduled (Fixture       *f,
   g_assert_true (kaged_retry_banner_get_revealed (f->banner));
   g_assert_cmpstr (label_text (f, "status"), ==, "Retry after 14:32");
   g_assert_cmpstr (label_text (f, "detail"), ==,
-                   "Attempt 1 · wait set by the provider’s quota reset time");
+                   "Retry 1 · wait set by the provider’s quota reset time");
 }
 
 static void

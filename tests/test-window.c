@@ -1650,7 +1650,7 @@ test_provider_unreachable (Fixture       *fixture,
 
   /* The retry failed the same way: no pager to read the same failure
    * twice, though the first was shown while the retry connected. */
-  g_assert_true (wait_for (fixture, banner_says, "Attempt 2"));
+  g_assert_true (wait_for (fixture, banner_says, "Retry 2 · "));
   g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
   settle (100);
   g_assert_false (reply_on_screen (fixture, "2/2"));

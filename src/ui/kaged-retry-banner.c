@@ -225,8 +225,9 @@ kaged_retry_banner_update (KagedRetryBanner *self)
       g_assert_not_reached ();
     }
 
-  /* Translators: e.g. "Attempt 3 · wait set by the provider’s Retry-After header" */
-  detail = g_strdup_printf (_("Attempt %u · wait set by %s"),
+  /* Translators: the how-manieth retry of the reply this is, e.g. "Retry 3 · wait
+   * set by the provider’s Retry-After header"; each retry can make a few requests */
+  detail = g_strdup_printf (_("Retry %u · wait set by %s"),
                             kaged_retry_scheduler_get_attempt (self->scheduler),
                             kaged_retry_describe_wait_source (kaged_retry_scheduler_get_wait_source (self->scheduler)));
 

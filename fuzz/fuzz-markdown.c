@@ -73,5 +73,16 @@ LLVMFuzzerTestOneInput (const guint8 *data,
 
   closing = kaged_markdown_close_fence (text);
 
+  /* Demoting headings adds '#'s and touches no fence. */
+  {
+    g_autofree char *same = kaged_markdown_demote_headings (text, 0);
+    g_autofree char *demoted = kaged_markdown_demote_headings (text, 2);
+    g_autofree char *demoted_closing = kaged_markdown_close_fence (demoted);
+
+    if (strcmp (same, text) != 0 || strlen (demoted) < length ||
+        g_strcmp0 (closing, demoted_closing) != 0)
+      abort ();
+  }
+
   return 0;
 }

@@ -37,7 +37,8 @@ new_conversation (void)
   message = add_message (store, KAGED_MESSAGE_ROLE_AGENT, "An older answer.", KAGED_MESSAGE_STATUS_COMPLETE);
   kaged_message_set_superseded_by_run (message, 9);
   add_message (store, KAGED_MESSAGE_ROLE_AGENT,
-               "## Listing\n\nUse `ls`:\n\n```sh\nls -l\n\n# ## not a turn\n```\n",
+               "# Listing\n\nUse `ls`:\n\n```sh\nls -l\n\n# ## not a turn\n```\n\n"
+               "  ##### Deep #####\n#not-a-heading\n    # indented code\n",
                KAGED_MESSAGE_STATUS_COMPLETE);
   add_message (store, KAGED_MESSAGE_ROLE_SUMMARY, "Internal summary", KAGED_MESSAGE_STATUS_NONE);
   add_message (store, KAGED_MESSAGE_ROLE_OPERATOR, "And <hidden> ones?", KAGED_MESSAGE_STATUS_NONE);
@@ -58,7 +59,7 @@ static const char expected_markdown[] =
   "\n"
   "## Assistant\n"
   "\n"
-  "## Listing\n"
+  "### Listing\n"
   "\n"
   "Use `ls`:\n"
   "\n"
@@ -67,6 +68,10 @@ static const char expected_markdown[] =
   "\n"
   "# ## not a turn\n"
   "```\n"
+  "\n"
+  "  ###### Deep #####\n"
+  "#not-a-heading\n"
+  "    # indented code\n"
   "\n"
   "## You\n"
   "\n"
@@ -92,6 +97,8 @@ static const char expected_markdown[] =
   "\n"
   "*The reply was stopped.*\n";
 
+/* A reply's own headings stand under its turn's "Assistant" heading, as
+ * an outline of the document reads them. */
 static void
 test_to_markdown (void)
 {

@@ -443,6 +443,38 @@ test_streaming_matches_whole (void)
     }
 }
 
+/* Headings go down, to the sixth level at most; what only looks like one
+ * (no space after the marks, seven marks, in code, indented four) stays,
+ * and so do headings inside block quotes. */
+static void
+test_demote_headings (void)
+{
+  static const struct {
+    const char *text;
+    const char *demoted;
+  } cases[] = {
+    { "# Title\n", "### Title\n" },
+    { "#\n", "###\n" },
+    { "##\tTabbed\r\n", "####\tTabbed\r\n" },
+    { "   #### Closed ####", "   ###### Closed ####" },
+    { "###### Sixth\n", "###### Sixth\n" },
+    { "####### Seven\n", "####### Seven\n" },
+    { "#hashtag\n", "#hashtag\n" },
+    { "    # indented\n", "    # indented\n" },
+    { "~~~\n# code\n~~~\n# After\n", "~~~\n# code\n~~~\n### After\n" },
+    { "````\n```\n# still code\n````\n", "````\n```\n# still code\n````\n" },
+    { "Text # not\n> # quoted\n", "Text # not\n> # quoted\n" },
+    { "", "" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *demoted = kaged_markdown_demote_headings (cases[i].text, 2);
+
+      g_assert_cmpstr (demoted, ==, cases[i].demoted);
+    }
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -461,6 +493,7 @@ main (int   argc,
   g_test_add_func ("/markdown/escaping", test_escaping);
   g_test_add_func ("/markdown/invalid-utf8", test_invalid_utf8);
   g_test_add_func ("/markdown/rule", test_rule);
+  g_test_add_func ("/markdown/demote-headings", test_demote_headings);
   g_test_add_func ("/markdown/streaming/append-reparses-tail", test_append_reparses_tail);
   g_test_add_func ("/markdown/streaming/fence-stays-open", test_fence_stays_open);
   g_test_add_func ("/markdown/streaming/loose-list-stays-open", test_loose_list_stays_open);

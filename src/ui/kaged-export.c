@@ -47,10 +47,15 @@ append_content (GString    *out,
                 const char *content)
 {
   g_autofree char *closing = NULL;
+  g_autofree char *demoted = NULL;
   gsize len;
 
   if (content == NULL)
     content = "";
+
+  /* Its headings stand under the turn's. */
+  demoted = kaged_markdown_demote_headings (content, 2);
+  content = demoted;
 
   len = strlen (content);
   while (len > 0 && (content[len - 1] == '\n' || content[len - 1] == '\r'))
@@ -71,8 +76,9 @@ append_content (GString    *out,
  * @title: (nullable): the conversation's title
  *
  * Writes a conversation as Markdown: each turn under a "You" or
- * "Assistant" heading with its text as it was written, and a note under a
- * reply that did not complete. Superseded versions and summaries Kaged
+ * "Assistant" heading with its text as it was written (its own headings
+ * two levels down, below the turn's), and a note under a reply that did
+ * not complete. Superseded versions and summaries Kaged
  * wrote for itself are left out.
  *
  * Returns: (transfer full): the Markdown

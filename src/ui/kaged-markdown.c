@@ -859,6 +859,38 @@ find_stable_end (const char *text,
   return stable;
 }
 
+/* Where a walk line by line stands: inside a fenced code block or not. */
+typedef struct
+{
+  char  fence_char;  /* '\0' outside */
+  gsize fence_len;
+} FenceState;
+
+/* Moves @state past the line from @line to @eol. Returns whether the line
+ * belongs to a fenced code block, its fences included. */
+static gboolean
+fence_step (FenceState *state,
+            const char *line,
+            const char *eol)
+{
+  gsize n;
+
+  if (state->fence_char != '\0')
+    {
+      if (fence_length (line, eol, state->fence_char, state->fence_len, TRUE) > 0)
+        state->fence_char = '\0';
+      return TRUE;
+    }
+
+  n = fence_length (line, eol, '\0', 0, FALSE);
+  if (n == 0)
+    return FALSE;
+
+  state->fence_char = line[line_indent (line, eol)];
+  state->fence_len = n;
+  return TRUE;
+}
+
 /**
  * kaged_markdown_close_fence:
  * @text: a Markdown document
@@ -874,8 +906,7 @@ kaged_markdown_close_fence (const char *text)
 {
   const char *p = text;
   const char *end;
-  char fence_char = '\0';
-  gsize fence_len = 0;
+  FenceState state = { '\0', 0 };
 
   g_return_val_if_fail (text != NULL, NULL);
 
@@ -886,36 +917,82 @@ kaged_markdown_close_fence (const char *text)
 
       if (eol == NULL)
         eol = end;
-
-      if (fence_char != '\0')
-        {
-          if (fence_length (p, eol, fence_char, fence_len, TRUE) > 0)
-            fence_char = '\0';
-        }
-      else
-        {
-          gsize n = fence_length (p, eol, '\0', 0, FALSE);
-
-          if (n > 0)
-            {
-              fence_char = p[line_indent (p, eol)];
-              fence_len = n;
-            }
-        }
-
+      fence_step (&state, p, eol);
       p = eol < end ? eol + 1 : end;
     }
 
-  if (fence_char == '\0')
+  if (state.fence_char == '\0')
     return NULL;
 
   {
-    char *closing = g_malloc (fence_len + 1);
+    char *closing = g_malloc (state.fence_len + 1);
 
-    memset (closing, fence_char, fence_len);
-    closing[fence_len] = '\0';
+    memset (closing, state.fence_char, state.fence_len);
+    closing[state.fence_len] = '\0';
     return closing;
   }
+}
+
+/**
+ * kaged_markdown_demote_headings:
+ * @text: a Markdown document
+ * @levels: how many levels down its headings go
+ *
+ * Puts a document under a heading of another: its ATX headings ("# Title")
+ * go @levels down, to the sixth at most. Code blocks are left as they are.
+ *
+ * Returns: (transfer full): the document with its headings demoted
+ */
+char *
+kaged_markdown_demote_headings (const char *text,
+                                guint       levels)
+{
+  g_autoptr(GString) out = NULL;
+  const char *p = text;
+  const char *end;
+  FenceState state = { '\0', 0 };
+
+  g_return_val_if_fail (text != NULL, NULL);
+
+  end = text + strlen (text);
+  out = g_string_sized_new (end - text + 16);
+  while (p < end)
+    {
+      const char *eol = memchr (p, '\n', end - p);
+      const char *next;
+      gsize indent;
+      gsize hashes = 0;
+
+      if (eol == NULL)
+        eol = end;
+      next = eol < end ? eol + 1 : end;
+
+      indent = line_indent (p, eol);
+      if (!fence_step (&state, p, eol) && indent < 4)
+        {
+          while (p + indent + hashes < eol && p[indent + hashes] == '#')
+            hashes++;
+        }
+
+      /* "#" to "######", then a space or the end of the line. */
+      if (hashes >= 1 && hashes <= 6 &&
+          (p + indent + hashes == eol || p[indent + hashes] == ' ' || p[indent + hashes] == '\t' ||
+           p[indent + hashes] == '\r'))
+        {
+          g_string_append_len (out, p, indent);
+          for (gsize i = 0; i < MIN (hashes + levels, 6); i++)
+            g_string_append_c (out, '#');
+          g_string_append_len (out, p + indent + hashes, next - (p + indent + hashes));
+        }
+      else
+        {
+          g_string_append_len (out, p, next - p);
+        }
+
+      p = next;
+    }
+
+  return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
 /* Whether @probe, the blocks of the texts of @head and @line together, are

@@ -96,5 +96,7 @@ guint64                   kaged_markdown_get_blocks_built (KagedMarkdown *self);
 
 gboolean                  kaged_markdown_uri_is_safe      (const char    *uri);
 char                     *kaged_markdown_close_fence      (const char    *text);
+char                     *kaged_markdown_demote_headings  (const char    *text,
+                                                           guint          levels);
 
 G_END_DECLS

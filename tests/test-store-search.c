@@ -61,6 +61,26 @@ count (KagedStore *store,
   return n;
 }
 
+/* Who wrote the first message @query finds. */
+static KagedMessageRole
+first_role (KagedStore *store,
+            const char *query)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) hits = kaged_store_search (store, query, 50, &error);
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < hits->len; i++)
+    {
+      KagedStoreSearchHit *hit = g_ptr_array_index (hits, i);
+
+      if (hit->message_id > 0)
+        return hit->role;
+    }
+
+  g_assert_not_reached ();
+}
+
 /* FTS5 checks its index against the messages and titles it was built
  * from: every word of every row is there, and nothing else. */
 static void
@@ -119,6 +139,7 @@ test_follows_changes (void)
   g_assert_cmpint (hit->message_id, ==, 0);
   g_assert_cmpstr (hit->text, ==, KAGED_STORE_MATCH_START "Baking" KAGED_STORE_MATCH_END " at home");
   g_assert_cmpuint (count (store, "sourdo", kaged_message_get_id (question)), ==, 1);
+  g_assert_cmpint (first_role (store, "sourdo"), ==, KAGED_MESSAGE_ROLE_OPERATOR);
   g_assert_cmpuint (count (store, "sóurdough rise", -1), ==, 1);
   g_assert_cmpuint (count (store, "sourdough bread", -1), ==, 0);
 
@@ -137,6 +158,7 @@ test_follows_changes (void)
   g_assert_no_error (error);
   g_assert_cmpuint (count (store, "hours", kaged_message_get_id (reply)), ==, 1);
   g_assert_cmpuint (count (store, "temperature", kaged_message_get_id (reply)), ==, 1);
+  g_assert_cmpint (first_role (store, "temperature"), ==, KAGED_MESSAGE_ROLE_AGENT);
   g_assert_cmpuint (count (store, "usually", -1), ==, 0);
   assert_index_intact (path);
 

@@ -2366,6 +2366,29 @@ jump_hidden (Fixture       *fixture,
   return !gtk_revealer_get_reveal_child (child (fixture, "jump_revealer"));
 }
 
+/* Whether the message @data, and only it, is marked as the one found; with
+ * %NULL, whether none is. */
+static gboolean
+found_marked (Fixture       *fixture,
+              gconstpointer  data)
+{
+  guint marked = 0;
+
+  for (GtkWidget *item = gtk_widget_get_first_child (child (fixture, "message_view")); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (!KAGED_IS_MESSAGE_ROW (row) || !gtk_widget_has_css_class (row, "found"))
+        continue;
+      if (kaged_message_row_get_message (KAGED_MESSAGE_ROW (row)) != data)
+        return FALSE;
+      marked++;
+    }
+
+  return data != NULL ? marked == 1 : marked == 0;
+}
+
 static void
 test_search (Fixture       *fixture,
              gconstpointer  data)
@@ -2389,6 +2412,9 @@ test_search (Fixture       *fixture,
   g_assert_nonnull (row);
   g_assert_nonnull (gtk_widget_get_next_sibling (row));
   g_assert_null (gtk_widget_get_next_sibling (gtk_widget_get_next_sibling (row)));
+  /* Each says where it was found: the conversation, and who wrote it. */
+  g_assert_true (results_show (fixture, "Why is the sky blue? \u00b7 Assistant"));
+  g_assert_true (results_show (fixture, "Bread <recipes> & more \u00b7 Assistant"));
 
   /* Down in the entry goes to the first result; Enter in the entry opens
    * it, as in other searches of the desktop. */
@@ -2400,6 +2426,9 @@ test_search (Fixture       *fixture,
   g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 0)), ==, "Why is the sky blue?");
   /* Opened: typing goes to its composer. */
   g_assert_true (composer_has_focus (fixture, NULL));
+  /* The message found is marked for a moment, to be seen at once. */
+  g_assert_true (wait_for (fixture, found_marked, shown_message (fixture, 1)));
+  g_assert_true (wait_for (fixture, found_marked, NULL));
 
   /* Enter right after typing, before the entry's pause: what was typed is
    * found and opened, not the first result of before. */

@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-enum-types.h"
 #include "kaged-store-private.h"
 #include "kaged-store-search.h"
 
@@ -107,7 +108,7 @@ static const char titles_sql[] =
   "FROM sessions_search WHERE sessions_search MATCH ?1 ORDER BY rank LIMIT ?2";
 
 static const char messages_sql[] =
-  "SELECT m.session_id, m.id, snippet (messages_search, 0, char (1), char (2), '…', 12) "
+  "SELECT m.session_id, m.id, snippet (messages_search, 0, char (1), char (2), '…', 12), m.role "
   "FROM messages_search JOIN messages m ON m.id = messages_search.rowid "
   "WHERE messages_search MATCH ?1 "
   "AND NOT EXISTS (SELECT 1 FROM message_supersessions s WHERE s.message_id = m.id) "
@@ -123,6 +124,7 @@ kaged_store_search_hit_copy (const KagedStoreSearchHit *self)
 
   copy->session_id = self->session_id;
   copy->message_id = self->message_id;
+  copy->role = self->role;
   copy->text = g_strdup (self->text);
 
   return copy;
@@ -205,6 +207,8 @@ collect (KagedStore  *self,
           hit->session_id = sqlite3_column_int64 (stmt, 0);
           hit->message_id = sqlite3_column_int64 (stmt, 1);
           hit->text = g_strdup (_kaged_store_column_text (stmt, 2));
+          hit->role = _kaged_store_enum_from_column (stmt, 3, KAGED_TYPE_MESSAGE_ROLE,
+                                                     KAGED_MESSAGE_ROLE_AGENT);
         }
       g_ptr_array_add (hits, hit);
       rc = SQLITE_OK;

@@ -27,9 +27,10 @@ G_BEGIN_DECLS
  */
 typedef struct _KagedStoreSearchHit
 {
-  gint64  session_id;
-  gint64  message_id;
-  char   *text;
+  gint64            session_id;
+  gint64            message_id;  /* 0 for a title */
+  KagedMessageRole  role;        /* who wrote the message */
+  char             *text;
 } KagedStoreSearchHit;
 
 GType                kaged_store_search_hit_get_type (void) G_GNUC_CONST;

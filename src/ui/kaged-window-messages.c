@@ -127,6 +127,59 @@ update_jump_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* How long the message a search result opened at stays marked. */
+#define FOUND_MARK_MS 2000
+
+static void
+set_found_class (KagedWindow     *self,
+                 KagedMessageRow *row)
+{
+  KagedMessage *message = kaged_message_row_get_message (row);
+
+  if (self->found_id > 0 && message != NULL && kaged_message_get_id (message) == self->found_id)
+    gtk_widget_add_css_class (GTK_WIDGET (row), "found");
+  else
+    gtk_widget_remove_css_class (GTK_WIDGET (row), "found");
+}
+
+static void
+update_found_rows (KagedWindow *self)
+{
+  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row))
+        set_found_class (self, KAGED_MESSAGE_ROW (row));
+    }
+}
+
+static gboolean
+found_mark_done_cb (gpointer user_data)
+{
+  KagedWindow *self = user_data;
+
+  self->found_source = 0;
+  self->found_id = 0;
+  update_found_rows (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* Marks the message @message_id (0 for none) for a moment, where the eye
+ * finds it among the messages around. */
+static void
+mark_found (KagedWindow *self,
+            gint64       message_id)
+{
+  g_clear_handle_id (&self->found_source, g_source_remove);
+  self->found_id = message_id;
+  if (message_id > 0)
+    self->found_source = g_timeout_add_full (G_PRIORITY_DEFAULT, FOUND_MARK_MS, found_mark_done_cb, self, NULL);
+  update_found_rows (self);
+}
+
 /**
  * kaged_window_show_message:
  *
@@ -158,6 +211,7 @@ kaged_window_show_message (KagedWindow *self,
    * what is above comes as the user scrolls up. */
   kaged_list_span_show_around (self->span, position, MESSAGES_BEFORE_RESULT,
                                MESSAGES_SHOWN_AT_FIRST);
+  mark_found (self, message_id);
   self->follow_end = FALSE;
   g_clear_handle_id (&self->scroll_source, g_source_remove);
   gtk_adjustment_set_value (adjustment, 0);
@@ -172,6 +226,7 @@ kaged_window_messages_dispose (KagedWindow *self)
 {
   g_clear_handle_id (&self->grow_source, g_source_remove);
   g_clear_handle_id (&self->jump_source, g_source_remove);
+  mark_found (self, 0);
 }
 
 /* ---------------------------------------------------------------------------
@@ -726,6 +781,7 @@ message_bind_cb (GtkSignalListItemFactory *factory,
 
   kaged_message_row_set_message (row, message);
   kaged_message_row_set_retry_pending (row, retry_waits_for (self, message));
+  set_found_class (self, row);
 
   if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
     {

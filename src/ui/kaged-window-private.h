@@ -42,6 +42,8 @@ struct _KagedWindow
   guint                 grow_source;
   GtkWidget            *last_focus;   /* weak; where the focus was before */
   guint                 jump_source;
+  gint64                found_id;     /* the message a search result opened at, marked a moment */
+  guint                 found_source;
   guint                 follow_end : 1;
   guint                 scrolling : 1;
   guint                 opening : 1;  /* not yet scrolled to the end it opened at */

@@ -50,8 +50,16 @@ result_row_new (KagedWindow               *self,
   if (session != NULL)
     {
       const char *title = kaged_session_get_title (session);
-      GtkWidget *caption = gtk_label_new (title != NULL && title[0] != '\0'
-                                            ? title : _("New Conversation"));
+      g_autofree char *where = NULL;
+      GtkWidget *caption;
+
+      if (title == NULL || title[0] == '\0')
+        title = _("New Conversation");
+      /* Translators: where a search result was found: a conversation's
+       * title, and who wrote the message, e.g. "Baking at home · Assistant" */
+      where = g_strdup_printf (_("%s · %s"), title,
+                               hit->role == KAGED_MESSAGE_ROLE_OPERATOR ? _("You") : _("Assistant"));
+      caption = gtk_label_new (where);
 
       gtk_label_set_xalign (GTK_LABEL (caption), 0);
       gtk_label_set_ellipsize (GTK_LABEL (caption), PANGO_ELLIPSIZE_END);

@@ -941,6 +941,7 @@ kaged_window_dispose (GObject *object)
   KagedWindow *self = KAGED_WINDOW (object);
 
   kaged_window_disconnect_core (self);
+  kaged_window_messages_dispose (self);
   kaged_window_search_dispose (self);
   g_clear_handle_id (&self->scroll_source, g_source_remove);
   if (self->layout_clock != NULL)

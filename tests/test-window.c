@@ -362,6 +362,8 @@ static gboolean   model_label_room     (Fixture       *fixture,
                                         gconstpointer  data);
 static void       type_in_composer     (Fixture       *fixture,
                                         const char    *text);
+static gboolean   entry_has_focus      (Fixture       *fixture,
+                                        gconstpointer  data);
 static GtkWidget *find_button_labelled (GtkWidget     *widget,
                                         const char    *label);
 
@@ -1864,6 +1866,56 @@ test_narrow_keeps_place (Fixture       *fixture,
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
 }
 
+static gboolean
+session_list_has_focus (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (fixture->window));
+
+  return focus != NULL && gtk_widget_is_ancestor (focus, child (fixture, "session_view"));
+}
+
+/* Escape in the search entry goes back to where the search started: to
+ * the conversation (and its composer), or to the list of conversations,
+ * in a narrow window too; the focus is never left nowhere. */
+static void
+test_search_escape (Fixture       *fixture,
+                    gconstpointer  data)
+{
+  AdwLeaflet *leaflet = child (fixture, "leaflet");
+  GtkWidget *entry = child (fixture, "search_entry");
+  GtkSearchBar *bar = child (fixture, "search_bar");
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+
+  /* Wide. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  g_assert_true (wait_for (fixture, entry_has_focus, entry));
+  g_signal_emit_by_name (entry, "stop-search");
+  g_assert_false (gtk_search_bar_get_search_mode (bar));
+  g_assert_true (wait_for (fixture, composer_has_focus, NULL));
+
+  /* Narrow, from the conversation: back to it. */
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 360, 640);
+  g_assert_true (wait_for (fixture, leaflet_folded, GINT_TO_POINTER (TRUE)));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+  g_assert_true (wait_for (fixture, entry_has_focus, entry));
+  g_signal_emit_by_name (entry, "stop-search");
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_true (wait_for (fixture, composer_has_focus, NULL));
+
+  /* Narrow, from the list: the list, its conversation in focus. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  g_assert_true (wait_for (fixture, entry_has_focus, entry));
+  g_signal_emit_by_name (entry, "stop-search");
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+  g_assert_true (wait_for (fixture, session_list_has_focus, NULL));
+}
+
 /* Whether the window's content is at most (data > 0) or at least (data < 0)
  * that wide. */
 static gboolean
@@ -3015,6 +3067,7 @@ main (int   argc,
   ADD_TEST ("/window/no-key", reply, test_no_key);
   ADD_TEST ("/window/narrow", reply, test_narrow);
   ADD_TEST ("/window/narrow-keeps-place", reply, test_narrow_keeps_place);
+  ADD_TEST ("/window/search-escape", reply, test_search_escape);
   ADD_TEST ("/window/narrow-maximized", reply, test_narrow_maximized);
   ADD_TEST ("/window/rename", reply, test_rename);
   ADD_TEST ("/window/provider-unreachable", "unreachable", test_provider_unreachable);

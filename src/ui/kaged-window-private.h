@@ -55,6 +55,7 @@ struct _KagedWindow
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
   guint                 starting : 1;   /* the new conversation's first message starts it */
+  guint                 search_from_list : 1;  /* the search started in the list, not a conversation */
   guint                 narrow_header : 1;
   guint                 laid_out : 1;   /* allocated once: a fold is the person's resize */
   guint                 focus_in_banner : 1;

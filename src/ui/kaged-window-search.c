@@ -136,11 +136,59 @@ search_changed_cb (KagedWindow *self)
   run_search (self);
 }
 
+/* Where a search starts: in the list of conversations (or its header), or
+ * in the conversation shown. */
+static void
+note_search_start (KagedWindow *self)
+{
+  GtkWidget *content = adw_leaflet_get_child_by_name (self->leaflet, "content");
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+
+  if (adw_leaflet_get_folded (self->leaflet))
+    self->search_from_list = g_strcmp0 (adw_leaflet_get_visible_child_name (self->leaflet), "sidebar") == 0;
+  else
+    self->search_from_list = focus != NULL && !gtk_widget_is_ancestor (focus, content);
+}
+
+/* Escape in the entry: back to where the search started, the list of
+ * conversations or the conversation shown, which a narrow window had left
+ * for the search. */
+static void
+return_from_search (KagedWindow *self)
+{
+  if (self->search_from_list)
+    {
+      gtk_widget_grab_focus (GTK_WIDGET (self->session_view));
+      return;
+    }
+
+  adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
+  kaged_composer_focus (self->composer);
+}
+
 static void
 search_mode_cb (KagedWindow *self)
 {
   if (!gtk_search_bar_get_search_mode (self->search_bar))
-    gtk_editable_set_text (GTK_EDITABLE (self->search_entry), "");
+    {
+      GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+
+      gtk_editable_set_text (GTK_EDITABLE (self->search_entry), "");
+      /* Closed from its entry or its results, which go: the focus would be
+       * left nowhere. The search button keeps it. */
+      if (focus == NULL || gtk_widget_is_ancestor (focus, GTK_WIDGET (self->search_bar)) ||
+          gtk_widget_is_ancestor (focus, GTK_WIDGET (self->results_view)))
+        return_from_search (self);
+    }
+  else
+    {
+      GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+
+      /* Opened by the search button; Ctrl+F noted it before the entry took
+       * the focus. */
+      if (focus == NULL || !gtk_widget_is_ancestor (focus, GTK_WIDGET (self->search_bar)))
+        note_search_start (self);
+    }
   run_search (self);
 }
 
@@ -167,6 +215,8 @@ search_action (GtkWidget  *widget,
 {
   KagedWindow *self = KAGED_WINDOW (widget);
 
+  if (!gtk_search_bar_get_search_mode (self->search_bar))
+    note_search_start (self);
   adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_BACK);
   gtk_search_bar_set_search_mode (self->search_bar, TRUE);
   gtk_widget_grab_focus (GTK_WIDGET (self->search_entry));

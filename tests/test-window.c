@@ -705,7 +705,7 @@ test_regenerate_earlier (Fixture       *fixture,
                                              "x", first_reply));
   dialog = find_message_dialog ();
   g_assert_nonnull (dialog);
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 messages after it"));
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 later messages"));
   adw_message_dialog_response (dialog, "cancel");
   gtk_window_destroy (GTK_WINDOW (dialog));
   settle (100);
@@ -731,6 +731,22 @@ test_regenerate_earlier (Fixture       *fixture,
                                              "x", kaged_message_get_id (shown_message (fixture, 1))));
   g_assert_null (find_message_dialog ());
   g_assert_true (wait_for (fixture, reply_on_screen, "3/3"));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  /* From an earlier version, paged back to, with a message after it: the
+   * same question. */
+  send (fixture, "And at sunset?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (3)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
+                                             "x", first_reply));
+  dialog = find_message_dialog ();
+  g_assert_nonnull (dialog);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 later messages"));
+  adw_message_dialog_response (dialog, "cancel");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  settle (100);
+  g_assert_cmpuint (n_shown (fixture), ==, 4);
 }
 
 /* Whether a selectable label under @widget has part of its text selected. */
@@ -1866,6 +1882,9 @@ test_narrow_keeps_place (Fixture       *fixture,
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
 }
 
+static gboolean   results_show         (Fixture       *fixture,
+                                        gconstpointer  data);
+
 static gboolean
 session_list_has_focus (Fixture       *fixture,
                         gconstpointer  data)
@@ -1912,6 +1931,25 @@ test_search_escape (Fixture       *fixture,
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
   g_assert_true (wait_for (fixture, entry_has_focus, entry));
   g_signal_emit_by_name (entry, "stop-search");
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
+  g_assert_true (wait_for (fixture, session_list_has_focus, NULL));
+
+  /* By the list's search button, with Escape among the results: the list
+   * again, also when the conversation was where the last search began. */
+  adw_leaflet_navigate (leaflet, ADW_NAVIGATION_DIRECTION_FORWARD);
+  kaged_composer_focus (fixture->composer);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.search", NULL));
+  g_assert_true (wait_for (fixture, entry_has_focus, entry));
+  g_signal_emit_by_name (entry, "stop-search");
+  g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "content");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.show-sidebar", NULL));
+  gtk_toggle_button_set_active (child (fixture, "search_button"), TRUE);
+  g_assert_true (gtk_search_bar_get_search_mode (bar));
+  gtk_editable_set_text (GTK_EDITABLE (entry), "sky");
+  g_assert_true (wait_for (fixture, results_show, "Why is the sky blue? \u00b7 You"));
+  gtk_widget_grab_focus (gtk_widget_get_first_child (child (fixture, "results_view")));
+  g_assert_true (press_escape (child (fixture, "results_view")));
+  g_assert_false (gtk_search_bar_get_search_mode (bar));
   g_assert_cmpstr (adw_leaflet_get_visible_child_name (leaflet), ==, "sidebar");
   g_assert_true (wait_for (fixture, session_list_has_focus, NULL));
 }

@@ -76,9 +76,9 @@ append_content (GString    *out,
  * @title: (nullable): the conversation's title
  *
  * Writes a conversation as Markdown: each turn under a "You" or
- * "Assistant" heading with its text as it was written (its own headings
- * two levels down, below the turn's), and a note under a reply that did
- * not complete. Superseded versions and summaries Kaged
+ * "Assistant" heading with its text as it was written (its own ATX
+ * headings two levels down, below the turn's; setext ones stay as they
+ * are), and a note under a reply that did not complete. Superseded versions and summaries Kaged
  * wrote for itself are left out.
  *
  * Returns: (transfer full): the Markdown

@@ -939,7 +939,9 @@ kaged_markdown_close_fence (const char *text)
  * @levels: how many levels down its headings go
  *
  * Puts a document under a heading of another: its ATX headings ("# Title")
- * go @levels down, to the sixth at most. Code blocks are left as they are.
+ * go @levels down, to the sixth at most. Code blocks are left as they are,
+ * and so are setext headings (a line underlined with "===" or "---") and
+ * headings inside block quotes or list items.
  *
  * Returns: (transfer full): the document with its headings demoted
  */

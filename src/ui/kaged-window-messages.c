@@ -308,22 +308,35 @@ regenerate (KagedWindow *self,
   kaged_window_follow_end (self);
 }
 
-/* How many messages the conversation shows after @message_id. */
+/* How many messages leave the conversation when the reply @message_id
+ * (any of its versions) is regenerated: those after the reply that
+ * answers the same operator message. */
 static guint
 count_after (KagedWindow *self,
              gint64       message_id)
 {
-  guint n = self->conversation != NULL ? g_list_model_get_n_items (self->conversation) : 0;
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  guint n;
+  guint position;
+  gint64 anchor_id;
 
-  for (guint i = n; i > 0; i--)
+  if (manager == NULL || !KAGED_IS_CONVERSATION (self->conversation) ||
+      (anchor_id = kaged_session_manager_resolve_anchor (manager, self->session_id, message_id, NULL)) <= 0 ||
+      !kaged_conversation_find_position (KAGED_CONVERSATION (self->conversation), anchor_id, &position, NULL))
+    return 0;
+
+  n = g_list_model_get_n_items (self->conversation);
+  position++;
+  /* Its reply, in whatever version, stays. */
+  if (position < n)
     {
-      g_autoptr(KagedMessage) message = g_list_model_get_item (self->conversation, i - 1);
+      g_autoptr(KagedMessage) next = g_list_model_get_item (self->conversation, position);
 
-      if (kaged_message_get_id (message) == message_id)
-        return n - i;
+      if (next != NULL && kaged_message_get_role (next) == KAGED_MESSAGE_ROLE_AGENT)
+        position++;
     }
 
-  return 0;
+  return n > position ? n - position : 0;
 }
 
 static void
@@ -331,10 +344,11 @@ regenerate_response_cb (AdwMessageDialog *dialog,
                         const char       *response,
                         KagedWindow      *self)
 {
-  gint64 *message_id = g_object_get_data (G_OBJECT (dialog), "kaged-message-id");
+  gint64 *ids = g_object_get_data (G_OBJECT (dialog), "kaged-ids");
 
-  if (g_strcmp0 (response, "regenerate") == 0 && message_id != NULL)
-    regenerate (self, *message_id);
+  /* Asked about the conversation shown then. */
+  if (g_strcmp0 (response, "regenerate") == 0 && ids != NULL && ids[0] == self->session_id)
+    regenerate (self, ids[1]);
 }
 
 /* A reply that later messages follow: they leave the conversation with
@@ -348,6 +362,7 @@ regenerate_action (GtkWidget  *widget,
   gint64 message_id = g_variant_get_int64 (parameter);
   guint later = count_after (self, message_id);
   AdwMessageDialog *dialog;
+  gint64 ids[2] = { self->session_id, message_id };
 
   if (later == 0)
     {
@@ -357,13 +372,14 @@ regenerate_action (GtkWidget  *widget,
 
   dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (GTK_WINDOW (self), _("Regenerate Reply?"), NULL));
   adw_message_dialog_format_body (dialog,
+                                  /* Translators: %u is how many messages follow the reply */
                                   g_dngettext (GETTEXT_PACKAGE,
                                                "A new reply is written in its place, and the "
-                                               "conversation continues from it. The message after "
-                                               "it leaves the conversation; nothing is deleted.",
+                                               "conversation continues from it. %u later message "
+                                               "leaves the conversation; nothing is deleted.",
                                                "A new reply is written in its place, and the "
-                                               "conversation continues from it. The %u messages "
-                                               "after it leave the conversation; nothing is deleted.",
+                                               "conversation continues from it. %u later messages "
+                                               "leave the conversation; nothing is deleted.",
                                                later),
                                   later);
   adw_message_dialog_add_responses (dialog,
@@ -373,8 +389,7 @@ regenerate_action (GtkWidget  *widget,
   adw_message_dialog_set_response_appearance (dialog, "regenerate", ADW_RESPONSE_SUGGESTED);
   adw_message_dialog_set_default_response (dialog, "regenerate");
   adw_message_dialog_set_close_response (dialog, "cancel");
-  g_object_set_data_full (G_OBJECT (dialog), "kaged-message-id",
-                          g_memdup2 (&message_id, sizeof message_id), g_free);
+  g_object_set_data_full (G_OBJECT (dialog), "kaged-ids", g_memdup2 (ids, sizeof ids), g_free);
   g_signal_connect_object (dialog, "response", G_CALLBACK (regenerate_response_cb), self, 0);
   gtk_window_present (GTK_WINDOW (dialog));
 }

@@ -56,6 +56,7 @@ struct _KagedWindow
   guint                 drafting : 1;
   guint                 starting : 1;   /* the new conversation's first message starts it */
   guint                 search_from_list : 1;  /* the search started in the list, not a conversation */
+  guint                 search_noted : 1;      /* Ctrl+F noted where, before opening it */
   guint                 narrow_header : 1;
   guint                 laid_out : 1;   /* allocated once: a fold is the person's resize */
   guint                 focus_in_banner : 1;

@@ -57,7 +57,7 @@ result_row_new (KagedWindow               *self,
         title = _("New Conversation");
       /* Translators: where a search result was found: a conversation's
        * title, and who wrote the message, e.g. "Baking at home · Assistant" */
-      where = g_strdup_printf (_("%s · %s"), title,
+      where = g_strdup_printf (C_("search result", "%s · %s"), title,
                                hit->role == KAGED_MESSAGE_ROLE_OPERATOR ? _("You") : _("Assistant"));
       caption = gtk_label_new (where);
 
@@ -169,27 +169,31 @@ return_from_search (KagedWindow *self)
 static void
 search_mode_cb (KagedWindow *self)
 {
+  gboolean returning = FALSE;
+
   if (!gtk_search_bar_get_search_mode (self->search_bar))
     {
       GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
 
+      /* Closed from its entry or its results, which go (the bar has
+       * emptied its entry, and the results went with the words): the focus
+       * would be left nowhere. The search button keeps it. */
+      returning = focus == NULL || gtk_widget_get_root (focus) != GTK_ROOT (self) ||
+                  gtk_widget_is_ancestor (focus, GTK_WIDGET (self->search_bar)) ||
+                  gtk_widget_is_ancestor (focus, GTK_WIDGET (self->results_view));
       gtk_editable_set_text (GTK_EDITABLE (self->search_entry), "");
-      /* Closed from its entry or its results, which go: the focus would be
-       * left nowhere. The search button keeps it. */
-      if (focus == NULL || gtk_widget_is_ancestor (focus, GTK_WIDGET (self->search_bar)) ||
-          gtk_widget_is_ancestor (focus, GTK_WIDGET (self->results_view)))
-        return_from_search (self);
     }
-  else
+  else if (!self->search_noted)
     {
-      GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
-
-      /* Opened by the search button; Ctrl+F noted it before the entry took
-       * the focus. */
-      if (focus == NULL || !gtk_widget_is_ancestor (focus, GTK_WIDGET (self->search_bar)))
-        note_search_start (self);
+      /* Opened by the search button, which is in the list's header. */
+      self->search_from_list = TRUE;
     }
+  self->search_noted = FALSE;
   run_search (self);
+
+  /* Once the list of conversations is back in place of the results. */
+  if (returning)
+    return_from_search (self);
 }
 
 static void
@@ -214,9 +218,13 @@ search_action (GtkWidget  *widget,
                GVariant   *parameter)
 {
   KagedWindow *self = KAGED_WINDOW (widget);
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
 
-  if (!gtk_search_bar_get_search_mode (self->search_bar))
+  /* Ctrl+F again in the search stays where it started. */
+  if (!gtk_search_bar_get_search_mode (self->search_bar) ||
+      focus == NULL || !gtk_widget_is_ancestor (focus, GTK_WIDGET (self->search_bar)))
     note_search_start (self);
+  self->search_noted = !gtk_search_bar_get_search_mode (self->search_bar);
   adw_leaflet_navigate (self->leaflet, ADW_NAVIGATION_DIRECTION_BACK);
   gtk_search_bar_set_search_mode (self->search_bar, TRUE);
   gtk_widget_grab_focus (GTK_WIDGET (self->search_entry));
@@ -274,8 +282,8 @@ results_key_pressed_cb (GtkEventControllerKey *controller,
   if (keyval != GDK_KEY_Escape || !gtk_search_bar_get_search_mode (self->search_bar))
     return FALSE;
 
+  /* The focus goes back to where the search started. */
   gtk_search_bar_set_search_mode (self->search_bar, FALSE);
-  gtk_widget_grab_focus (GTK_WIDGET (self->search_button));
   return TRUE;
 }
 

@@ -27,6 +27,9 @@ delete_for_real (KagedWindow *self,
   if (!g_hash_table_remove (self->deleting, &session_id) || self->session_list == NULL)
     return;
 
+  /* Its unsent text, kept for Undo, goes with it. */
+  g_hash_table_remove (self->drafts, &session_id);
+
   /* Its retry must not start a run in a conversation that is going. */
   if (self->core != NULL)
     scheduler = kaged_core_lookup_retry (self->core, session_id);
@@ -94,13 +97,14 @@ kaged_window_delete_session (KagedWindow *self,
       (session = kaged_session_list_lookup (self->session_list, session_id)) == NULL)
     return;
 
+  /* The toast's title is markup. */
+  escaped = g_markup_escape_text (kaged_session_get_title (session) != NULL ? kaged_session_get_title (session) : "", -1);
+
   g_hash_table_add (self->deleting, g_memdup2 (&session_id, sizeof session_id));
   kaged_session_list_set_hidden (self->session_list, session_id, TRUE);
   if (self->session_id == session_id)
     show_another (self);
 
-  /* The toast's title is markup. */
-  escaped = g_markup_escape_text (kaged_session_get_title (session) != NULL ? kaged_session_get_title (session) : "", -1);
   if (escaped[0] != '\0')
     /* Translators: a conversation was deleted, with Undo beside; %s is its title */
     title = g_strdup_printf (_("“%s” deleted"), escaped);

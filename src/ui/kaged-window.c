@@ -259,14 +259,17 @@ conversation_items_changed_cb (KagedWindow *self,
 {
   /* A message after them, from here or elsewhere: the replies show the
    * versions it follows. */
-  for (guint i = 0; i < added; i++)
+  if (removed == 0 && position + added == g_list_model_get_n_items (model))
     {
-      g_autoptr(KagedMessage) message = g_list_model_get_item (model, position + i);
-
-      if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR)
+      for (guint i = 0; i < added; i++)
         {
-          kaged_window_show_latest_versions (self);
-          break;
+          g_autoptr(KagedMessage) message = g_list_model_get_item (model, position + i);
+
+          if (message != NULL && kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR)
+            {
+              kaged_window_show_latest_versions (self);
+              break;
+            }
         }
     }
 

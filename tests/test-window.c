@@ -323,9 +323,9 @@ n_shown (Fixture *fixture)
   return model != NULL ? g_list_model_get_n_items (model) : 0;
 }
 
-/* Whether a label on screen, inside @widget, reads @text: exactly, or
- * among other words. */
-static gboolean
+/* The label on screen, inside @widget, that reads @text: exactly, or
+ * among other words; %NULL if none does. */
+static GtkLabel *
 find_label (GtkWidget  *widget,
             const char *text,
             gboolean    exactly)
@@ -333,27 +333,31 @@ find_label (GtkWidget  *widget,
   if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
       (exactly ? g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0
                : strstr (gtk_label_get_text (GTK_LABEL (widget)), text) != NULL))
-    return TRUE;
+    return GTK_LABEL (widget);
 
   for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
-    if (find_label (c, text, exactly))
-      return TRUE;
+    {
+      GtkLabel *found = find_label (c, text, exactly);
 
-  return FALSE;
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
 }
 
 static gboolean
 label_shows (GtkWidget  *widget,
              const char *text)
 {
-  return find_label (widget, text, FALSE);
+  return find_label (widget, text, FALSE) != NULL;
 }
 
 static gboolean
 label_reads (GtkWidget  *widget,
              const char *text)
 {
-  return find_label (widget, text, TRUE);
+  return find_label (widget, text, TRUE) != NULL;
 }
 
 static gboolean   composer_has_focus   (Fixture       *fixture,
@@ -1731,33 +1735,13 @@ child_mapped (Fixture       *fixture,
   return gtk_widget_get_mapped (child (fixture, data));
 }
 
-/* The label on screen inside @widget that reads @text exactly, or NULL. */
-static GtkLabel *
-label_reading (GtkWidget  *widget,
-               const char *text)
-{
-  if (GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget) &&
-      g_strcmp0 (gtk_label_get_text (GTK_LABEL (widget)), text) == 0)
-    return GTK_LABEL (widget);
-
-  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
-    {
-      GtkLabel *found = label_reading (c, text);
-
-      if (found != NULL)
-        return found;
-    }
-
-  return NULL;
-}
-
 /* Whether the conversation's title reads whole in the header. */
 static gboolean
 title_reads_whole (Fixture       *fixture,
                    gconstpointer  data)
 {
   AdwWindowTitle *title = child (fixture, "conversation_title");
-  GtkLabel *label = label_reading (GTK_WIDGET (title), adw_window_title_get_title (title));
+  GtkLabel *label = find_label (GTK_WIDGET (title), adw_window_title_get_title (title), TRUE);
 
   return label != NULL && !pango_layout_is_ellipsized (gtk_label_get_layout (label));
 }

@@ -687,13 +687,30 @@ test_regenerate (Fixture       *fixture,
 
 static AdwMessageDialog *find_message_dialog (void);
 
+/* Regenerate on @reply, two messages after it: the dialog says they
+ * leave, and gets @response. */
+static void
+regenerate_answering (Fixture    *fixture,
+                      gint64      reply,
+                      const char *response)
+{
+  AdwMessageDialog *dialog;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
+                                             "x", reply));
+  dialog = find_message_dialog ();
+  g_assert_nonnull (dialog);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 later messages"));
+  adw_message_dialog_response (dialog, response);
+  gtk_window_destroy (GTK_WINDOW (dialog));
+}
+
 /* Regenerating a reply that later messages follow asks first: they leave
  * the conversation. */
 static void
 test_regenerate_earlier (Fixture       *fixture,
                          gconstpointer  data)
 {
-  AdwMessageDialog *dialog;
   gint64 first_reply;
 
   send (fixture, "Why is the sky blue?");
@@ -705,25 +722,14 @@ test_regenerate_earlier (Fixture       *fixture,
   g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
 
   /* Cancelled: nothing changes. */
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
-                                             "x", first_reply));
-  dialog = find_message_dialog ();
-  g_assert_nonnull (dialog);
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 later messages"));
-  adw_message_dialog_response (dialog, "cancel");
-  gtk_window_destroy (GTK_WINDOW (dialog));
+  regenerate_answering (fixture, first_reply, "cancel");
   settle (100);
   g_assert_cmpuint (n_shown (fixture), ==, 4);
   g_assert_cmpint (kaged_message_get_id (shown_message (fixture, 1)), ==, first_reply);
 
   /* Confirmed: a new reply in its place, with a pager, and the conversation
    * ends there. */
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
-                                             "x", first_reply));
-  dialog = find_message_dialog ();
-  g_assert_nonnull (dialog);
-  adw_message_dialog_response (dialog, "regenerate");
-  gtk_window_destroy (GTK_WINDOW (dialog));
+  regenerate_answering (fixture, first_reply, "regenerate");
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
   g_assert_cmpuint (n_shown (fixture), ==, 2);
@@ -742,13 +748,7 @@ test_regenerate_earlier (Fixture       *fixture,
   send (fixture, "And at sunset?");
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (3)));
   g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "message.regenerate",
-                                             "x", first_reply));
-  dialog = find_message_dialog ();
-  g_assert_nonnull (dialog);
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "2 later messages"));
-  adw_message_dialog_response (dialog, "cancel");
-  gtk_window_destroy (GTK_WINDOW (dialog));
+  regenerate_answering (fixture, first_reply, "cancel");
   settle (100);
   g_assert_cmpuint (n_shown (fixture), ==, 4);
 }

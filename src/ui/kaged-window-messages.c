@@ -130,6 +130,25 @@ update_jump_cb (gpointer user_data)
 /* How long the message a search result opened at stays marked. */
 #define FOUND_MARK_MS 2000
 
+typedef void (*RowFunc) (KagedWindow     *self,
+                         KagedMessageRow *row);
+
+/* Calls @func on each message row the list has made. Rows bound later are
+ * set up by message_bind_cb(). */
+static void
+foreach_row (KagedWindow *self,
+             RowFunc      func)
+{
+  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_MESSAGE_ROW (row))
+        func (self, KAGED_MESSAGE_ROW (row));
+    }
+}
+
 static void
 set_found_class (KagedWindow     *self,
                  KagedMessageRow *row)
@@ -142,19 +161,6 @@ set_found_class (KagedWindow     *self,
     gtk_widget_remove_css_class (GTK_WIDGET (row), "found");
 }
 
-static void
-update_found_rows (KagedWindow *self)
-{
-  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
-       item = gtk_widget_get_next_sibling (item))
-    {
-      GtkWidget *row = gtk_widget_get_first_child (item);
-
-      if (KAGED_IS_MESSAGE_ROW (row))
-        set_found_class (self, KAGED_MESSAGE_ROW (row));
-    }
-}
-
 static gboolean
 found_mark_done_cb (gpointer user_data)
 {
@@ -162,7 +168,7 @@ found_mark_done_cb (gpointer user_data)
 
   self->found_source = 0;
   self->found_id = 0;
-  update_found_rows (self);
+  foreach_row (self, set_found_class);
 
   return G_SOURCE_REMOVE;
 }
@@ -177,7 +183,7 @@ mark_found (KagedWindow *self,
   self->found_id = message_id;
   if (message_id > 0)
     self->found_source = g_timeout_add_full (G_PRIORITY_DEFAULT, FOUND_MARK_MS, found_mark_done_cb, self, NULL);
-  update_found_rows (self);
+  foreach_row (self, set_found_class);
 }
 
 /**
@@ -751,18 +757,17 @@ retry_waits_for (KagedWindow  *self,
  * Tells the rows shown which reply a Tier 2 retry waits to write again,
  * after the retry changed.
  */
+static void
+update_row_retry_pending (KagedWindow     *self,
+                          KagedMessageRow *row)
+{
+  kaged_message_row_set_retry_pending (row, retry_waits_for (self, kaged_message_row_get_message (row)));
+}
+
 void
 kaged_window_update_retry_pending (KagedWindow *self)
 {
-  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
-       item = gtk_widget_get_next_sibling (item))
-    {
-      GtkWidget *row = gtk_widget_get_first_child (item);
-
-      if (KAGED_IS_MESSAGE_ROW (row))
-        kaged_message_row_set_retry_pending (KAGED_MESSAGE_ROW (row),
-                                             retry_waits_for (self, kaged_message_row_get_message (KAGED_MESSAGE_ROW (row))));
-    }
+  foreach_row (self, update_row_retry_pending);
 }
 
 /* Which versions a reply's pager offers depends on how the reply ended
@@ -816,17 +821,17 @@ message_bind_cb (GtkSignalListItemFactory *factory,
  * from, not an earlier one its pager showed. Rows bound later show it
  * anyway.
  */
+static void
+show_row_latest_version (KagedWindow     *self,
+                         KagedMessageRow *row)
+{
+  kaged_message_row_show_latest_version (row);
+}
+
 void
 kaged_window_show_latest_versions (KagedWindow *self)
 {
-  for (GtkWidget *item = gtk_widget_get_first_child (GTK_WIDGET (self->message_view)); item != NULL;
-       item = gtk_widget_get_next_sibling (item))
-    {
-      GtkWidget *row = gtk_widget_get_first_child (item);
-
-      if (KAGED_IS_MESSAGE_ROW (row))
-        kaged_message_row_show_latest_version (KAGED_MESSAGE_ROW (row));
-    }
+  foreach_row (self, show_row_latest_version);
 }
 
 /* A reply's pager showed another version, @message_id: its row describes

@@ -791,6 +791,66 @@ test_versions_keep_failure_before_stop (Fixture       *fixture,
                    KAGED_MESSAGE_STATUS_CANCELLED);
 }
 
+/* A regeneration takes the turns after a reply out of the conversation
+ * with it: they are read from that earlier version. One that failed before
+ * its first word stays in the pager when turns followed it. */
+static void
+test_superseded_with (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = open_conversation (fixture);
+  g_autoptr(KagedReceipt) q1 = NULL;
+  g_autoptr(KagedReceipt) q2 = NULL;
+  g_autoptr(KagedReceipt) again = NULL;
+  g_autoptr(GPtrArray) versions = NULL;
+  g_autoptr(GPtrArray) later = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (fixture->session);
+  KagedMessage *failed;
+
+  set_scenario (fixture,
+                "[{\"status\": 400, \"body\": {\"error\": {\"message\": \"Bad request\"}}},"
+                " {\"kind\": \"openai\", \"text\": \"A2\"},"
+                " {\"kind\": \"openai\", \"text\": \"A1\"}]");
+
+  q1 = post (fixture, "Q1");
+  wait_run (fixture, q1->run_id);
+  q2 = post (fixture, "Q2");
+  wait_run (fixture, q2->run_id);
+  again = kaged_session_manager_regenerate (fixture->manager, session_id, q1->message_id, &error);
+  g_assert_no_error (error);
+  wait_run (fixture, again->run_id);
+
+  versions = kaged_conversation_list_versions (conversation, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (versions->len, ==, 2);
+  failed = g_ptr_array_index (versions, 0);
+  g_assert_cmpint (kaged_message_get_status (failed), ==, KAGED_MESSAGE_STATUS_FAILED);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (versions, 1)), ==, "A1");
+
+  later = kaged_conversation_list_superseded_with (conversation, kaged_message_get_id (failed),
+                                                   &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (later->len, ==, 2);
+  g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (later, 0)), ==, q2->message_id);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (later, 0)), ==, "Q2");
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (later, 1)), ==, "A2");
+  g_assert_true (kaged_message_is_superseded (g_ptr_array_index (later, 1)));
+  g_clear_pointer (&later, g_ptr_array_unref);
+
+  /* The current reply: nothing has left after it. */
+  later = kaged_conversation_list_superseded_with (conversation,
+                                                   kaged_message_get_id (g_ptr_array_index (versions, 1)),
+                                                   &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (later->len, ==, 0);
+  g_clear_pointer (&later, g_ptr_array_unref);
+
+  /* Only messages of this conversation. */
+  g_assert_null (kaged_conversation_list_superseded_with (conversation, 424242, &error));
+  g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -807,6 +867,7 @@ main (int   argc,
   ADD ("regenerate", test_regenerate);
   ADD ("versions-skip-empty", test_versions_skip_empty);
   ADD ("versions-keep-failure-before-stop", test_versions_keep_failure_before_stop);
+  ADD ("superseded-with", test_superseded_with);
   ADD ("lazy-paging", test_lazy_paging);
   ADD ("find-position", test_find_position);
 

@@ -302,6 +302,111 @@ test_versions (Fixture       *fixture,
 }
 
 static void
+assert_messages (GPtrArray          *messages,
+                 const gint64       *expected,
+                 guint               n_expected)
+{
+  g_assert_nonnull (messages);
+  g_assert_cmpuint (messages->len, ==, n_expected);
+  for (guint i = 0; i < n_expected; i++)
+    g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (messages, i)), ==, expected[i]);
+}
+
+/* A regeneration takes a reply and the turns after it out of the
+ * conversation together: each earlier version of a reply can list the
+ * turns that followed it, as they were when it was current. */
+static void
+test_superseded_with (Fixture       *fixture,
+                      gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autoptr(KagedSession) session = add_session (store, "Branches");
+  g_autoptr(KagedSession) other = add_session (store, "Elsewhere");
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (session);
+  gint64 q1, r1, q2, r2, q3, r3, r3b, r1b, q4, r4, r1c, run;
+  gint64 other_q;
+
+  q1 = add_operator (store, session_id, "Plan a trip");
+  r1 = add_agent (store, session_id, add_run (store, session_id, q1, KAGED_RUN_STATUS_SUCCEEDED),
+                  "Go to Lisbon", KAGED_MESSAGE_STATUS_COMPLETE);
+  q2 = add_operator (store, session_id, "Where to stay?");
+  r2 = add_agent (store, session_id, add_run (store, session_id, q2, KAGED_RUN_STATUS_SUCCEEDED),
+                  "Alfama", KAGED_MESSAGE_STATUS_COMPLETE);
+  q3 = add_operator (store, session_id, "What to eat?");
+  r3 = add_agent (store, session_id, add_run (store, session_id, q3, KAGED_RUN_STATUS_SUCCEEDED),
+                  "Sardines", KAGED_MESSAGE_STATUS_COMPLETE);
+  other_q = add_operator (store, kaged_session_get_id (other), "Unrelated");
+
+  /* The last reply is regenerated first ... */
+  run = add_run (store, session_id, q3, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_true (kaged_store_supersede_after (store, session_id, q3, run, NULL, &error));
+  g_assert_no_error (error);
+  r3b = add_agent (store, session_id, run, "Custard tarts", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  /* ... then the first: everything after the first question leaves. */
+  run = add_run (store, session_id, q1, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_true (kaged_store_supersede_after (store, session_id, q1, run, NULL, &error));
+  g_assert_no_error (error);
+  r1b = add_agent (store, session_id, run, "Go to Porto", KAGED_MESSAGE_STATUS_COMPLETE);
+  q4 = add_operator (store, session_id, "By train?");
+  r4 = add_agent (store, session_id, add_run (store, session_id, q4, KAGED_RUN_STATUS_SUCCEEDED),
+                  "Yes", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  run = add_run (store, session_id, q1, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_true (kaged_store_supersede_after (store, session_id, q1, run, NULL, &error));
+  g_assert_no_error (error);
+  r1c = add_agent (store, session_id, run, "Go to Faro", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  /* The first version was followed by the turns as they stood then: the
+   * second version of the last reply, not the first. */
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1, &error);
+    const gint64 expected[] = { q2, r2, q3, r3b };
+
+    g_assert_no_error (error);
+    assert_messages (later, expected, G_N_ELEMENTS (expected));
+  }
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1b, &error);
+    const gint64 expected[] = { q4, r4 };
+
+    g_assert_no_error (error);
+    assert_messages (later, expected, G_N_ELEMENTS (expected));
+  }
+  /* A version nothing followed, and the current one, list nothing. */
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r3, &error);
+
+    g_assert_no_error (error);
+    assert_messages (later, NULL, 0);
+  }
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1c, &error);
+
+    g_assert_no_error (error);
+    assert_messages (later, NULL, 0);
+  }
+  /* From the middle of a branch: what came after it in that branch. */
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r2, &error);
+    const gint64 expected[] = { q3, r3b };
+
+    g_assert_no_error (error);
+    assert_messages (later, expected, G_N_ELEMENTS (expected));
+  }
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, other_q, &error);
+
+    g_assert_no_error (error);
+    assert_messages (later, NULL, 0);
+  }
+
+  g_assert_null (kaged_store_list_superseded_with (store, 424242, &error));
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+}
+
+static void
 test_interrupted (Fixture       *fixture,
                   gconstpointer  user_data)
 {
@@ -758,6 +863,7 @@ main (int   argc,
   ADD_TEST ("/store/operator-immutable", test_operator_immutable);
   ADD_TEST ("/store/supersede", test_supersede);
   ADD_TEST ("/store/versions", test_versions);
+  ADD_TEST ("/store/superseded-with", test_superseded_with);
   ADD_TEST ("/store/interrupted", test_interrupted);
   ADD_TEST ("/store/paging", test_paging);
   ADD_TEST ("/store/conversation-order", test_conversation_order);

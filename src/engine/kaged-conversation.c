@@ -706,6 +706,23 @@ is_empty (KagedMessage *message)
   return content == NULL || content[0] == '\0';
 }
 
+/* Whether turns followed @message before it left the conversation. */
+static gboolean
+was_followed (KagedConversation *self,
+              KagedMessage      *message)
+{
+  g_autoptr(GPtrArray) later = NULL;
+  g_autoptr(GError) error = NULL;
+
+  later = kaged_session_manager_list_superseded_with (self->manager, self->session_id,
+                                                      kaged_message_get_id (message), &error);
+  if (later == NULL)
+    g_debug ("Cannot tell what followed message %" G_GINT64_FORMAT ": %s",
+             kaged_message_get_id (message), error->message);
+
+  return later != NULL && later->len > 0;
+}
+
 /**
  * kaged_conversation_list_versions:
  * @anchor_id: an operator message of the session
@@ -715,7 +732,8 @@ is_empty (KagedMessage *message)
  * Earlier versions without a word of text — a failure before the reply
  * began, a retry that failed again — have nothing to read and are left
  * out, but for the one just before a current version that was stopped
- * before its first word: that one says why the reply is missing.
+ * before its first word: that one says why the reply is missing; and but
+ * for one that turns followed, which are read from it.
  * kaged_session_manager_list_versions() lists them all.
  *
  * Returns: (transfer full) (element-type KagedMessage): the replies, oldest
@@ -748,11 +766,46 @@ kaged_conversation_list_versions (KagedConversation  *self,
       KagedMessage *message = g_ptr_array_index (versions, i);
 
       if (i + 1 < versions->len && is_empty (message) &&
-          !(keep_before_current && i + 2 == versions->len))
+          !(keep_before_current && i + 2 == versions->len) &&
+          !was_followed (self, message))
         continue;
 
       g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (message))));
     }
+
+  return objects;
+}
+
+/**
+ * kaged_conversation_list_superseded_with:
+ * @message_id: a message of the session, superseded or not
+ *
+ * Lists what followed an earlier version of a reply while it was current:
+ * the messages after @message_id that a regeneration or an edit took out
+ * of the conversation together with it, in conversation order. Messages
+ * the conversation holds are the same objects as its list's.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages (none
+ *   for a current message), or %NULL with @error set
+ */
+GPtrArray *
+kaged_conversation_list_superseded_with (KagedConversation  *self,
+                                         gint64              message_id,
+                                         GError            **error)
+{
+  g_autoptr(GPtrArray) later = NULL;
+  GPtrArray *objects;
+
+  g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
+
+  later = kaged_session_manager_list_superseded_with (self->manager, self->session_id, message_id,
+                                                      error);
+  if (later == NULL)
+    return NULL;
+
+  objects = g_ptr_array_new_full (later->len, g_object_unref);
+  for (guint i = 0; i < later->len; i++)
+    g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (g_ptr_array_index (later, i)))));
 
   return objects;
 }

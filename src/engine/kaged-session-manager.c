@@ -657,6 +657,31 @@ kaged_session_manager_list_versions (KagedSessionManager  *self,
   return kaged_store_list_versions (self->store, anchor_id, error);
 }
 
+/**
+ * kaged_session_manager_list_superseded_with:
+ * @message_id: a message of the session, superseded or not
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages after
+ *   @message_id that left the conversation with it (see
+ *   kaged_store_list_superseded_with()), or %NULL with @error set
+ */
+GPtrArray *
+kaged_session_manager_list_superseded_with (KagedSessionManager  *self,
+                                            gint64                session_id,
+                                            gint64                message_id,
+                                            GError              **error)
+{
+  g_autoptr(KagedMessage) message = NULL;
+
+  g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), NULL);
+
+  message = _kaged_session_manager_get_message_in_session (self, session_id, message_id, error);
+  if (message == NULL)
+    return NULL;
+
+  return kaged_store_list_superseded_with (self->store, message_id, error);
+}
+
 gboolean
 kaged_session_manager_is_busy (KagedSessionManager *self,
                                gint64               session_id)

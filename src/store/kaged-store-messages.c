@@ -776,6 +776,51 @@ kaged_store_list_versions (KagedStore  *self,
 }
 
 /**
+ * kaged_store_list_superseded_with:
+ * @message_id: a message, superseded or not
+ *
+ * Lists the messages that left the conversation together with
+ * @message_id: those after it that the same run superseded, in
+ * conversation order. For an earlier version of a reply, these are the
+ * turns that followed it while it was current, as they were then.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the messages (none
+ *   for a current message), or %NULL with @error set
+ */
+GPtrArray *
+kaged_store_list_superseded_with (KagedStore  *self,
+                                  gint64       message_id,
+                                  GError     **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  g_autoptr(KagedMessage) message = NULL;
+  gint64 session_id, turn = 0;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  message = kaged_store_get_message (self, message_id, error);
+  if (message == NULL)
+    return NULL;
+  if (kaged_message_get_superseded_by_run (message) == 0)
+    return g_ptr_array_new_with_free_func (g_object_unref);
+
+  session_id = kaged_message_get_session_id (message);
+  if (!get_order_key (self, session_id, message_id, &turn, error))
+    return NULL;
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_SUPERSEDED_WITH, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 4, kaged_message_get_superseded_by_run (message), error))
+    return NULL;
+
+  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                    g_object_unref, error);
+}
+
+/**
  * kaged_store_resolve_anchor:
  * @message_id: an operator message, or a reply written by a run
  *

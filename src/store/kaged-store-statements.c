@@ -133,6 +133,10 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
     "JOIN runs r ON r.id = m.run_id "
     "WHERE r.anchor_id = ?1 AND m.role = 'agent' ORDER BY m.id",
+  /* After the message whose turn is ?2 and id ?3, superseded by run ?4. */
+  [STMT_MESSAGE_SUPERSEDED_WITH] =
+    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
+    "WHERE m.session_id = ?1 AND " AFTER_KEY "AND s.run_id = ?4 " IN_ORDER,
   [STMT_MESSAGE_COMPACT] =
     "INSERT INTO message_compactions (message_id, summary_id) VALUES (?1, ?2) "
     "ON CONFLICT (message_id) DO UPDATE SET summary_id = excluded.summary_id",

@@ -233,6 +233,9 @@ gboolean              kaged_store_supersede_from       (KagedStore              
 GPtrArray            *kaged_store_list_versions        (KagedStore                 *self,
                                                         gint64                      anchor_id,
                                                         GError                    **error);
+GPtrArray            *kaged_store_list_superseded_with (KagedStore                 *self,
+                                                        gint64                      message_id,
+                                                        GError                    **error);
 KagedMessage         *kaged_store_resolve_anchor       (KagedStore                 *self,
                                                         gint64                      message_id,
                                                         GError                    **error);

@@ -977,6 +977,89 @@ test_row_agent (RowFixture    *f,
                                        "# Answer\n\nWith **bold**.\n\nAnd more");
 }
 
+static gboolean description_is (GtkWidget  *widget,
+                                const char *text);
+
+/* Under an earlier version, the turns that followed it: folded to a count,
+ * then each with its author and text, a reply's failure in words; showing
+ * another message forgets them. */
+static void
+test_row_later_messages (RowFixture    *f,
+                         gconstpointer  data)
+{
+  g_autoptr(KagedMessage) earlier = new_message (3, KAGED_MESSAGE_ROLE_AGENT, "First try",
+                                                 KAGED_MESSAGE_STATUS_COMPLETE);
+  g_autoptr(KagedMessage) latest = new_message (9, KAGED_MESSAGE_ROLE_AGENT, "Second try",
+                                                KAGED_MESSAGE_STATUS_COMPLETE);
+  g_autoptr(GPtrArray) later = g_ptr_array_new_with_free_func (g_object_unref);
+  g_autoptr(GPtrArray) many = g_ptr_array_new_with_free_func (g_object_unref);
+  GtkWidget *row = GTK_WIDGET (f->row);
+  KagedMessage *failed;
+  GtkWidget *question;
+
+  g_ptr_array_add (later, new_message (4, KAGED_MESSAGE_ROLE_OPERATOR, "And then?",
+                                       KAGED_MESSAGE_STATUS_NONE));
+  failed = new_message (5, KAGED_MESSAGE_ROLE_AGENT, "", KAGED_MESSAGE_STATUS_FAILED);
+  kaged_message_set_retry_class (failed, KAGED_RETRY_CLASS_OVERLOADED);
+  g_ptr_array_add (later, failed);
+  g_ptr_array_add (later, new_message (6, KAGED_MESSAGE_ROLE_OPERATOR, "Try again",
+                                       KAGED_MESSAGE_STATUS_NONE));
+  g_ptr_array_add (later, new_message (7, KAGED_MESSAGE_ROLE_AGENT, "A **bold** answer",
+                                       KAGED_MESSAGE_STATUS_COMPLETE));
+
+  kaged_message_row_set_message (f->row, earlier);
+  iterate ();
+  g_assert_null (shown_label (row, "Followed by 4 messages"));
+
+  kaged_message_row_set_later_messages (f->row, later);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Followed by 4 messages"));
+  g_assert_null (shown_label (row, "And then?"));
+
+  gtk_expander_set_expanded (GTK_EXPANDER (gtk_widget_get_ancestor (shown_label (row, "Followed by 4 messages"),
+                                                            GTK_TYPE_EXPANDER)),
+                             TRUE);
+  iterate ();
+  question = shown_label (row, "And then?");
+  g_assert_nonnull (question);
+  g_assert_nonnull (shown_label (row, "The provider is overloaded"));
+  g_assert_nonnull (shown_label (row, "Try again"));
+  g_assert_nonnull (shown_label (row, "Assistant"));
+  g_assert_nonnull (shown_label (row, "You"));
+  /* A reply reads as Markdown, and each message is described by its text. */
+  g_assert_nonnull (shown_label (row, "A bold answer"));
+  g_assert_true (description_is (gtk_widget_get_parent (question), "And then?"));
+  gtk_test_accessible_assert_property (GTK_ACCESSIBLE (gtk_widget_get_parent (question)),
+                                       GTK_ACCESSIBLE_PROPERTY_LABEL, "You");
+  /* The row itself still reads as its own version. */
+  g_assert_true (description_is (row, "First try"));
+
+  /* The pager showed the latest version: nothing followed it. */
+  kaged_message_row_set_message (f->row, latest);
+  iterate ();
+  g_assert_null (shown_label (row, "And then?"));
+  g_assert_null (shown_label (row, "Followed by 4 messages"));
+
+  /* A long branch shows its first hundred, and says how many more. */
+  for (guint i = 0; i < 102; i++)
+    {
+      g_autofree char *text = g_strdup_printf ("Turn %u", i);
+
+      g_ptr_array_add (many, new_message (100 + i, KAGED_MESSAGE_ROLE_OPERATOR, text,
+                                          KAGED_MESSAGE_STATUS_NONE));
+    }
+  kaged_message_row_set_message (f->row, earlier);
+  kaged_message_row_set_later_messages (f->row, many);
+  iterate ();
+  gtk_expander_set_expanded (GTK_EXPANDER (gtk_widget_get_ancestor (shown_label (row, "Followed by 102 messages"),
+                                                            GTK_TYPE_EXPANDER)),
+                             TRUE);
+  iterate ();
+  g_assert_nonnull (shown_label (row, "Turn 99"));
+  g_assert_null (shown_label (row, "Turn 100"));
+  g_assert_nonnull (shown_label (row, "And 2 more messages"));
+}
+
 static gboolean
 description_is (GtkWidget  *widget,
                 const char *text)
@@ -2739,6 +2822,7 @@ main (int   argc,
   ROW_TEST ("/message-row/copy-needs-text", test_row_copy_needs_text);
   ROW_TEST ("/message-row/retry-pending", test_row_retry_pending);
   ROW_TEST ("/message-row/pager", test_row_pager);
+  ROW_TEST ("/message-row/later-messages", test_row_later_messages);
   ROW_TEST ("/message-row/details", test_row_details);
   ROW_TEST ("/message-row/details-live", test_row_details_live);
   ROW_TEST ("/message-row/details-outcomes", test_row_details_outcomes);

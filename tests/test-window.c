@@ -22,6 +22,7 @@
 #include "kaged-core-settings.h"
 #include "kaged-desktop.h"
 #include "kaged-fake-server.h"
+#include "kaged-later-messages.h"
 #include "kaged-message-row.h"
 #include "kaged-model-chooser.h"
 #include "kaged-retry-banner.h"
@@ -751,6 +752,81 @@ test_regenerate_earlier (Fixture       *fixture,
   regenerate_answering (fixture, first_reply, "cancel");
   settle (100);
   g_assert_cmpuint (n_shown (fixture), ==, 4);
+}
+
+/* The widget under @widget that shows the turns after an earlier version. */
+static KagedLaterMessages *
+find_later_messages (GtkWidget *widget)
+{
+  if (KAGED_IS_LATER_MESSAGES (widget))
+    return KAGED_LATER_MESSAGES (widget);
+
+  for (GtkWidget *c = gtk_widget_get_first_child (widget); c != NULL; c = gtk_widget_get_next_sibling (c))
+    {
+      KagedLaterMessages *found = find_later_messages (c);
+
+      if (found != NULL)
+        return found;
+    }
+
+  return NULL;
+}
+
+/* Paged back to the version a regeneration replaced, a reply offers the
+ * turns that followed it, to read; the version the conversation goes on
+ * from has none. */
+static void
+test_later_messages (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  GtkWidget *view = child (fixture, "message_view");
+  KagedLaterMessages *later;
+  KagedMessageRow *row;
+  gint64 first_reply, current;
+
+  send (fixture, "Why is the sky blue?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  first_reply = kaged_message_get_id (shown_message (fixture, 1));
+  send (fixture, "And at sunset?");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (3)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+
+  regenerate_answering (fixture, first_reply, "regenerate");
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  g_assert_false (label_shows (view, "Followed by"));
+
+  current = kaged_message_get_id (shown_message (fixture, 1));
+  row = row_of (fixture, current);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.previous-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "1/2"));
+  g_assert_true (wait_for (fixture, reply_on_screen, "Followed by 2 messages"));
+  row = row_of (fixture, first_reply);
+  g_assert_nonnull (row);
+  later = find_later_messages (GTK_WIDGET (row));
+  g_assert_nonnull (later);
+  g_assert_cmpuint (kaged_later_messages_get_n_messages (later), ==, 2);
+
+  /* Folded until asked; then the question and its answer, read-only. */
+  g_assert_false (label_shows (GTK_WIDGET (later), "And at sunset?"));
+  kaged_later_messages_set_expanded (later, TRUE);
+  g_assert_true (wait_for (fixture, reply_on_screen, "And at sunset?"));
+  g_assert_nonnull (find_label (GTK_WIDGET (later), "And at sunset?", TRUE));
+  g_assert_nonnull (find_label (GTK_WIDGET (later), REPLY, FALSE));
+  g_assert_nonnull (find_label (GTK_WIDGET (later), "You", TRUE));
+  g_assert_nonnull (find_label (GTK_WIDGET (later), "Assistant", TRUE));
+  /* Reading them changes nothing in the conversation. */
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+
+  /* The latest version again: nothing followed it. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.next-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  settle (50);
+  g_assert_false (label_shows (view, "Followed by"));
+  g_assert_false (label_shows (view, "And at sunset?"));
 }
 
 /* Whether a selectable label under @widget has part of its text selected. */
@@ -3077,6 +3153,7 @@ main (int   argc,
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
   ADD_TEST ("/window/regenerate-earlier", reply, test_regenerate_earlier);
+  ADD_TEST ("/window/later-messages", reply, test_later_messages);
   ADD_TEST ("/window/regenerate-focus", reply, test_regenerate_focus);
   ADD_TEST ("/window/version-details", reply, test_version_details);
   ADD_TEST ("/window/send-after-paging", reply, test_send_after_paging);

@@ -11,6 +11,7 @@
 #include <glib/gi18n.h>
 #include <string.h>
 
+#include "kaged-later-messages.h"
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
@@ -106,6 +107,7 @@ struct _KagedMessageRow
   GtkLabel *hint_label;
   GtkButton *preferences_button;
   GtkBox *actions_box;
+  KagedLaterMessages *later_messages;
   GtkBox *pager_box;
   GtkButton *previous_button;
   GtkLabel *pager_label;
@@ -1383,6 +1385,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
 
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
+  g_type_ensure (KAGED_TYPE_LATER_MESSAGES);
   g_type_ensure (KAGED_TYPE_MARKDOWN_VIEW);
   g_type_ensure (KAGED_TYPE_MESSAGE_DETAILS);
 
@@ -1402,6 +1405,7 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, hint_label);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, preferences_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, actions_box);
+  gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, later_messages);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, pager_box);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, previous_button);
   gtk_widget_class_bind_template_child (widget_class, KagedMessageRow, pager_label);
@@ -1506,6 +1510,8 @@ kaged_message_row_set_message (KagedMessageRow *self,
 
   g_binding_group_set_source (self->message_bindings, message);
   g_signal_group_set_target (self->message_signals, message);
+  /* They followed the message shown before. */
+  kaged_later_messages_set_messages (self->later_messages, NULL);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
   forget_update_clock (self);
   self->streaming_interval = STREAMING_INTERVAL_MIN_US;
@@ -1517,6 +1523,23 @@ kaged_message_row_set_message (KagedMessageRow *self,
   update_description (self);
 
   g_object_notify_by_pspec (G_OBJECT (self), properties [PROP_MESSAGE]);
+}
+
+/**
+ * kaged_message_row_set_later_messages:
+ * @messages: (nullable) (element-type KagedMessage): what followed the
+ *   version shown while it was current, in conversation order
+ *
+ * Under an earlier version of a reply, offers to read the turns that left
+ * the conversation with it. Showing another message forgets them.
+ */
+void
+kaged_message_row_set_later_messages (KagedMessageRow *self,
+                                      GPtrArray       *messages)
+{
+  g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
+
+  kaged_later_messages_set_messages (self->later_messages, messages);
 }
 
 /**

@@ -382,10 +382,12 @@ regenerate_action (GtkWidget  *widget,
                                   g_dngettext (GETTEXT_PACKAGE,
                                                "A new reply is written in its place, and the "
                                                "conversation continues from it. %u later message "
-                                               "leaves the conversation; nothing is deleted.",
+                                               "leaves the conversation; it can still be read "
+                                               "under the earlier version of the reply.",
                                                "A new reply is written in its place, and the "
                                                "conversation continues from it. %u later messages "
-                                               "leave the conversation; nothing is deleted.",
+                                               "leave the conversation; they can still be read "
+                                               "under the earlier version of the reply.",
                                                later),
                                   later);
   adw_message_dialog_add_responses (dialog,
@@ -834,8 +836,32 @@ kaged_window_show_latest_versions (KagedWindow *self)
   foreach_row (self, show_row_latest_version);
 }
 
+/* Under an earlier version of a reply, the turns that followed it: the
+ * regeneration that replaced it took them out of the conversation too. */
+static void
+show_later_messages (KagedWindow     *self,
+                     KagedMessageRow *row,
+                     KagedMessage    *message)
+{
+  g_autoptr(GPtrArray) later = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (!kaged_message_is_superseded (message) || !KAGED_IS_CONVERSATION (self->conversation))
+    return;
+
+  later = kaged_conversation_list_superseded_with (KAGED_CONVERSATION (self->conversation),
+                                                   kaged_message_get_id (message), &error);
+  if (later == NULL)
+    {
+      g_warning ("Cannot list what followed message %" G_GINT64_FORMAT ": %s",
+                 kaged_message_get_id (message), error->message);
+      return;
+    }
+  kaged_message_row_set_later_messages (row, later);
+}
+
 /* A reply's pager showed another version, @message_id: its row describes
- * that version's run. */
+ * that version's run, and what followed it. */
 static void
 show_version_action (GtkWidget  *widget,
                      const char *action_name,
@@ -861,6 +887,7 @@ show_version_action (GtkWidget  *widget,
       bind_reply_run (self, KAGED_MESSAGE_ROW (row), message);
       /* An earlier version is not what a retry writes again. */
       kaged_message_row_set_retry_pending (KAGED_MESSAGE_ROW (row), retry_waits_for (self, message));
+      show_later_messages (self, KAGED_MESSAGE_ROW (row), message);
       return;
     }
 }

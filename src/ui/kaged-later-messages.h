@@ -1,0 +1,24 @@
+/* kaged-later-messages.h
+ *
+ * SPDX-License-Identifier: GPL-3.0-or-later
+ */
+
+#pragma once
+
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+#define KAGED_TYPE_LATER_MESSAGES (kaged_later_messages_get_type ())
+
+G_DECLARE_FINAL_TYPE (KagedLaterMessages, kaged_later_messages, KAGED, LATER_MESSAGES, GtkWidget)
+
+GtkWidget *kaged_later_messages_new          (void);
+void       kaged_later_messages_set_messages (KagedLaterMessages *self,
+                                              GPtrArray          *messages);
+guint      kaged_later_messages_get_n_messages (KagedLaterMessages *self);
+gboolean   kaged_later_messages_get_expanded (KagedLaterMessages *self);
+void       kaged_later_messages_set_expanded (KagedLaterMessages *self,
+                                              gboolean            expanded);
+
+G_END_DECLS

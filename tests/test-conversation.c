@@ -851,6 +851,55 @@ test_superseded_with (Fixture       *fixture,
   g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
 }
 
+/* An edited question keeps its earlier texts: the conversation lists them
+ * for the pager, the one shown in the list last, as the same object. */
+static void
+test_edits (Fixture       *fixture,
+            gconstpointer  data)
+{
+  g_autoptr(KagedConversation) conversation = open_conversation (fixture);
+  g_autoptr(KagedReceipt) q1 = NULL;
+  g_autoptr(KagedReceipt) edited = NULL;
+  g_autoptr(GPtrArray) edits = NULL;
+  g_autoptr(GPtrArray) later = NULL;
+  g_autoptr(KagedMessage) shown = NULL;
+  g_autoptr(GError) error = NULL;
+  GListModel *model = G_LIST_MODEL (conversation);
+  gint64 session_id = kaged_session_get_id (fixture->session);
+
+  set_scenario (fixture,
+                "[{\"kind\": \"openai\", \"text\": \"A1\"},"
+                " {\"kind\": \"openai\", \"text\": \"A1 edited\"}]");
+
+  q1 = post (fixture, "Q1");
+  wait_run (fixture, q1->run_id);
+  edits = kaged_conversation_list_edits (conversation, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (edits->len, ==, 1);
+  g_clear_pointer (&edits, g_ptr_array_unref);
+
+  edited = kaged_session_manager_edit (fixture->manager, session_id, q1->message_id, "Q1, better",
+                                       &error);
+  g_assert_no_error (error);
+  wait_run (fixture, edited->run_id);
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
+  shown = g_list_model_get_item (model, 0);
+  g_assert_cmpint (kaged_message_get_id (shown), ==, edited->message_id);
+
+  edits = kaged_conversation_list_edits (conversation, edited->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (edits->len, ==, 2);
+  g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (edits, 0)), ==, q1->message_id);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (edits, 0)), ==, "Q1");
+  g_assert_true (g_ptr_array_index (edits, 1) == shown);
+
+  /* The earlier text is followed by its own reply. */
+  later = kaged_conversation_list_superseded_with (conversation, q1->message_id, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (later->len, ==, 1);
+  g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (later, 0)), ==, "A1");
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -868,6 +917,7 @@ main (int   argc,
   ADD ("versions-skip-empty", test_versions_skip_empty);
   ADD ("versions-keep-failure-before-stop", test_versions_keep_failure_before_stop);
   ADD ("superseded-with", test_superseded_with);
+  ADD ("edits", test_edits);
   ADD ("lazy-paging", test_lazy_paging);
   ADD ("find-position", test_find_position);
 

@@ -406,6 +406,85 @@ test_superseded_with (Fixture       *fixture,
   g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
 }
 
+/* An edit posts the new text as a new operator message: the edited one and
+ * those it replaced before are its earlier versions, oldest first. */
+static void
+test_edits (Fixture       *fixture,
+            gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autoptr(KagedSession) session = add_session (store, "Edits");
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (session);
+  gint64 q1, q2, q1b, q1c, q3, run;
+
+  q1 = add_operator (store, session_id, "Plan a trip");
+  add_agent (store, session_id, add_run (store, session_id, q1, KAGED_RUN_STATUS_SUCCEEDED),
+             "Lisbon", KAGED_MESSAGE_STATUS_COMPLETE);
+  q2 = add_operator (store, session_id, "Where to stay?");
+  add_agent (store, session_id, add_run (store, session_id, q2, KAGED_RUN_STATUS_SUCCEEDED),
+             "Alfama", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  /* Edited twice: each time from the first message on. */
+  q1b = add_operator (store, session_id, "Plan a cheap trip");
+  run = add_run (store, session_id, q1b, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_true (kaged_store_supersede_from (store, session_id, q1, run, q1b, NULL, &error));
+  g_assert_no_error (error);
+  add_agent (store, session_id, run, "Porto", KAGED_MESSAGE_STATUS_COMPLETE);
+  q1c = add_operator (store, session_id, "Plan a cheap trip by train");
+  run = add_run (store, session_id, q1c, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_true (kaged_store_supersede_from (store, session_id, q1b, run, q1c, NULL, &error));
+  g_assert_no_error (error);
+  add_agent (store, session_id, run, "Coimbra", KAGED_MESSAGE_STATUS_COMPLETE);
+
+  /* A regeneration from it adds no version of the question, nor does a
+   * message after it. */
+  run = add_run (store, session_id, q1c, KAGED_RUN_STATUS_SUCCEEDED);
+  g_assert_true (kaged_store_supersede_after (store, session_id, q1c, run, NULL, &error));
+  g_assert_no_error (error);
+  add_agent (store, session_id, run, "Braga", KAGED_MESSAGE_STATUS_COMPLETE);
+  q3 = add_operator (store, session_id, "How long?");
+
+  {
+    g_autoptr(GPtrArray) edits = kaged_store_list_edits (store, q1c, &error);
+    const gint64 expected[] = { q1, q1b };
+
+    g_assert_no_error (error);
+    assert_messages (edits, expected, G_N_ELEMENTS (expected));
+    g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (edits, 0)), ==, "Plan a trip");
+  }
+  {
+    g_autoptr(GPtrArray) edits = kaged_store_list_edits (store, q1b, &error);
+    const gint64 expected[] = { q1 };
+
+    g_assert_no_error (error);
+    assert_messages (edits, expected, G_N_ELEMENTS (expected));
+  }
+  /* Never edited: the first text, the message after the edit, and one the
+   * edit took out of the conversation with the first. */
+  {
+    g_autoptr(GPtrArray) edits = kaged_store_list_edits (store, q1, &error);
+
+    g_assert_no_error (error);
+    assert_messages (edits, NULL, 0);
+  }
+  {
+    g_autoptr(GPtrArray) edits = kaged_store_list_edits (store, q3, &error);
+
+    g_assert_no_error (error);
+    assert_messages (edits, NULL, 0);
+  }
+  {
+    g_autoptr(GPtrArray) edits = kaged_store_list_edits (store, q2, &error);
+
+    g_assert_no_error (error);
+    assert_messages (edits, NULL, 0);
+  }
+
+  g_assert_null (kaged_store_list_edits (store, 424242, &error));
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+}
+
 static void
 test_interrupted (Fixture       *fixture,
                   gconstpointer  user_data)
@@ -864,6 +943,7 @@ main (int   argc,
   ADD_TEST ("/store/supersede", test_supersede);
   ADD_TEST ("/store/versions", test_versions);
   ADD_TEST ("/store/superseded-with", test_superseded_with);
+  ADD_TEST ("/store/edits", test_edits);
   ADD_TEST ("/store/interrupted", test_interrupted);
   ADD_TEST ("/store/paging", test_paging);
   ADD_TEST ("/store/conversation-order", test_conversation_order);

@@ -777,6 +777,44 @@ kaged_conversation_list_versions (KagedConversation  *self,
 }
 
 /**
+ * kaged_conversation_list_edits:
+ * @message_id: an operator message of the session
+ *
+ * Lists the texts of an operator message for the window's `‹ 1/2 ›`
+ * pager: those edits replaced, then the message itself. Messages the
+ * conversation holds are the same objects as its list's.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the texts, oldest
+ *   first, @message_id last, or %NULL with @error set
+ */
+GPtrArray *
+kaged_conversation_list_edits (KagedConversation  *self,
+                               gint64              message_id,
+                               GError            **error)
+{
+  g_autoptr(GPtrArray) edits = NULL;
+  g_autoptr(KagedMessage) message = NULL;
+  GPtrArray *objects;
+
+  g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
+
+  edits = kaged_session_manager_list_edits (self->manager, self->session_id, message_id, error);
+  if (edits == NULL)
+    return NULL;
+  message = _kaged_session_manager_get_message_in_session (self->manager, self->session_id, message_id,
+                                                           error);
+  if (message == NULL)
+    return NULL;
+
+  objects = g_ptr_array_new_full (edits->len + 1, g_object_unref);
+  for (guint i = 0; i < edits->len; i++)
+    g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (g_ptr_array_index (edits, i)))));
+  g_ptr_array_add (objects, g_object_ref (adopt (self, g_steal_pointer (&message))));
+
+  return objects;
+}
+
+/**
  * kaged_conversation_list_superseded_with:
  * @message_id: a message of the session, superseded or not
  *

@@ -22,6 +22,9 @@ gint64             kaged_conversation_get_session_id (KagedConversation    *self
 GPtrArray         *kaged_conversation_list_versions  (KagedConversation    *self,
                                                       gint64                anchor_id,
                                                       GError              **error);
+GPtrArray         *kaged_conversation_list_edits     (KagedConversation    *self,
+                                                      gint64                message_id,
+                                                      GError              **error);
 GPtrArray         *kaged_conversation_list_superseded_with (KagedConversation *self,
                                                            gint64             message_id,
                                                            GError           **error);

@@ -658,6 +658,31 @@ kaged_session_manager_list_versions (KagedSessionManager  *self,
 }
 
 /**
+ * kaged_session_manager_list_edits:
+ * @message_id: an operator message of the session, superseded or not
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the earlier texts
+ *   of @message_id that edits replaced, oldest first (see
+ *   kaged_store_list_edits()), or %NULL with @error set
+ */
+GPtrArray *
+kaged_session_manager_list_edits (KagedSessionManager  *self,
+                                  gint64                session_id,
+                                  gint64                message_id,
+                                  GError              **error)
+{
+  g_autoptr(KagedMessage) message = NULL;
+
+  g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), NULL);
+
+  message = _kaged_session_manager_get_message_in_session (self, session_id, message_id, error);
+  if (message == NULL)
+    return NULL;
+
+  return kaged_store_list_edits (self->store, message_id, error);
+}
+
+/**
  * kaged_session_manager_list_superseded_with:
  * @message_id: a message of the session, superseded or not
  *

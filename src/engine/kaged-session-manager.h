@@ -127,6 +127,10 @@ GPtrArray           *kaged_session_manager_list_versions    (KagedSessionManager
                                                              gint64                session_id,
                                                              gint64                anchor_id,
                                                              GError              **error);
+GPtrArray           *kaged_session_manager_list_edits       (KagedSessionManager  *self,
+                                                             gint64                session_id,
+                                                             gint64                message_id,
+                                                             GError              **error);
 GPtrArray           *kaged_session_manager_list_superseded_with (KagedSessionManager  *self,
                                                                  gint64                session_id,
                                                                  gint64                message_id,

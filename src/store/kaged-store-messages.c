@@ -820,6 +820,90 @@ kaged_store_list_superseded_with (KagedStore  *self,
                                     g_object_unref, error);
 }
 
+/* The operator message an edit replaced with @message, or %NULL with
+ * @error unset when it replaced none. */
+static gboolean
+get_edited_from (KagedStore    *self,
+                 KagedMessage  *message,
+                 KagedMessage **edited,
+                 GError       **error)
+{
+  g_autoptr(KagedStoreCachedStmt) stmt = NULL;
+  g_autoptr(GPtrArray) rows = NULL;
+  gint64 session_id = kaged_message_get_session_id (message);
+  gint64 message_id = kaged_message_get_id (message);
+  gint64 turn = 0;
+
+  *edited = NULL;
+  if (!get_order_key (self, session_id, message_id, &turn, error))
+    return FALSE;
+
+  stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_EDITED_FROM, error);
+  if (stmt == NULL ||
+      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error))
+    return FALSE;
+
+  rows = _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                    g_object_unref, error);
+  if (rows == NULL)
+    return FALSE;
+  if (rows->len > 0)
+    *edited = g_object_ref (g_ptr_array_index (rows, 0));
+
+  return TRUE;
+}
+
+/**
+ * kaged_store_list_edits:
+ * @message_id: an operator message, superseded or not
+ *
+ * Lists the earlier texts of an operator message: an edit posts the new
+ * text as a new message and supersedes the one edited, which may itself
+ * have replaced another.
+ *
+ * Returns: (transfer full) (element-type KagedMessage): the operator
+ *   messages @message_id replaced, oldest first (none when it was never
+ *   edited), or %NULL with @error set
+ */
+GPtrArray *
+kaged_store_list_edits (KagedStore  *self,
+                        gint64       message_id,
+                        GError     **error)
+{
+  g_autoptr(GPtrArray) edits = NULL;
+  g_autoptr(KagedMessage) message = NULL;
+
+  g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  message = kaged_store_get_message (self, message_id, error);
+  if (message == NULL)
+    return NULL;
+
+  edits = g_ptr_array_new_with_free_func (g_object_unref);
+  if (kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_OPERATOR)
+    return g_steal_pointer (&edits);
+
+  for (;;)
+    {
+      KagedMessage *edited = NULL;
+
+      if (!get_edited_from (self, message, &edited, error))
+        return NULL;
+      if (edited == NULL)
+        break;
+      g_ptr_array_add (edits, edited);
+      g_set_object (&message, edited);
+    }
+
+  /* Found from the latest back; each is earlier in conversation order
+   * than the one before, so the walk ends. */
+  reverse_rows (edits);
+
+  return g_steal_pointer (&edits);
+}
+
 /**
  * kaged_store_resolve_anchor:
  * @message_id: an operator message, or a reply written by a run

@@ -137,6 +137,13 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
   [STMT_MESSAGE_SUPERSEDED_WITH] =
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
     "WHERE m.session_id = ?1 AND " AFTER_KEY "AND s.run_id = ?4 " IN_ORDER,
+  /* The operator message an edit replaced with ?3 (turn ?2): the first, in
+   * conversation order, before ?3 that a run anchored on ?3 superseded. */
+  [STMT_MESSAGE_EDITED_FROM] =
+    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
+    "JOIN runs r ON r.id = s.run_id "
+    "WHERE m.session_id = ?1 AND r.anchor_id = ?3 AND m.role = 'operator' AND " BEFORE_KEY
+    IN_ORDER "LIMIT 1",
   [STMT_MESSAGE_COMPACT] =
     "INSERT INTO message_compactions (message_id, summary_id) VALUES (?1, ?2) "
     "ON CONFLICT (message_id) DO UPDATE SET summary_id = excluded.summary_id",

@@ -236,6 +236,9 @@ GPtrArray            *kaged_store_list_versions        (KagedStore              
 GPtrArray            *kaged_store_list_superseded_with (KagedStore                 *self,
                                                         gint64                      message_id,
                                                         GError                    **error);
+GPtrArray            *kaged_store_list_edits           (KagedStore                 *self,
+                                                        gint64                      message_id,
+                                                        GError                    **error);
 KagedMessage         *kaged_store_resolve_anchor       (KagedStore                 *self,
                                                         gint64                      message_id,
                                                         GError                    **error);

@@ -1056,7 +1056,9 @@ test_edit (Fixture       *fixture,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(KagedMessage) original = NULL;
-  gint64 question;
+  KagedLaterMessages *later;
+  KagedMessageRow *row;
+  gint64 question, edited;
 
   send (fixture, "Why is the sea blue?");
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
@@ -1076,6 +1078,34 @@ test_edit (Fixture       *fixture,
   g_assert_no_error (error);
   g_assert_cmpstr (kaged_message_get_content (original), ==, "Why is the sea blue?");
   g_assert_true (kaged_message_is_superseded (original));
+
+  /* The question keeps its earlier text, to page back to: read-only, with
+   * the answer it had. */
+  edited = kaged_message_get_id (shown_message (fixture, 0));
+  row = row_of (fixture, edited);
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.previous-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "1/2"));
+  g_assert_true (reply_on_screen (fixture, "Why is the sea blue?"));
+  g_assert_cmpint (kaged_message_get_id (kaged_message_row_get_message (row)), ==, question);
+  g_assert_false (gtk_widget_get_visible ((GtkWidget *) gtk_widget_get_template_child (
+                    GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW, "edit_button")));
+  later = find_later_messages (GTK_WIDGET (row));
+  g_assert_nonnull (later);
+  g_assert_true (wait_for (fixture, reply_on_screen, "Followed by 1 message"));
+  kaged_later_messages_set_expanded (later, TRUE);
+  g_assert_true (wait_for (fixture, reply_on_screen, "Assistant"));
+  g_assert_nonnull (find_label (GTK_WIDGET (later), REPLY, FALSE));
+
+  /* The conversation goes on from the latest text. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (row), "row.next-version", NULL));
+  g_assert_true (wait_for (fixture, reply_on_screen, "Why is the sky blue?"));
+  g_assert_cmpint (kaged_message_get_id (kaged_message_row_get_message (row)), ==, edited);
+  g_assert_true (gtk_widget_get_visible ((GtkWidget *) gtk_widget_get_template_child (
+                   GTK_WIDGET (row), KAGED_TYPE_MESSAGE_ROW, "edit_button")));
+  settle (50);
+  g_assert_false (reply_on_screen (fixture, "Followed by"));
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
 }
 
 static AdwMessageDialog *

@@ -34,8 +34,10 @@
  *
  * One message of a conversation. The operator's own messages stand in a
  * tinted bubble on the right under "You", with *Copy* and *Edit*; replies
- * take the full width as Markdown, with *Regenerate*, *Copy*, *Message
- * Details* and, when the reply has earlier versions, a pager. The row says
+ * take the full width as Markdown, with *Regenerate*, *Copy* and *Message
+ * Details*. A reply with earlier versions, and a message with earlier
+ * texts that edits replaced, has a pager; under an earlier one, what
+ * followed it can be unfolded and read. The row says
  * in words what state a reply is in (writing, stopped, failed and why,
  * interrupted, queued) and keeps what was written before it stopped.
  *
@@ -464,7 +466,9 @@ update_state (KagedMessageRow *self)
   gtk_widget_set_sensitive (GTK_WIDGET (self->regenerate_button),
                             message_status != KAGED_MESSAGE_STATUS_STREAMING);
   gtk_widget_set_visible (GTK_WIDGET (self->details_button), agent);
-  gtk_widget_set_visible (GTK_WIDGET (self->edit_button), !agent && self->message != NULL);
+  /* An earlier text, paged back to, is read, not edited again. */
+  gtk_widget_set_visible (GTK_WIDGET (self->edit_button),
+                          !agent && self->message != NULL && !kaged_message_is_superseded (self->message));
   set_action_target (self->regenerate_button, id);
   set_action_target (self->edit_button, id);
 
@@ -874,7 +878,7 @@ update_pager (KagedMessageRow *self)
 {
   guint n_versions = 0;
   guint position = find_version (self, &n_versions);
-  gboolean shown = is_agent (self) && n_versions > 1 && position != G_MAXUINT;
+  gboolean shown = n_versions > 1 && position != G_MAXUINT;
 
   gtk_widget_set_visible (GTK_WIDGET (self->pager_box), shown);
 
@@ -1312,8 +1316,9 @@ kaged_message_row_class_init (KagedMessageRowClass *klass)
   /**
    * KagedMessageRow:versions:
    *
-   * The versions of the reply, oldest first, the message among them; with
-   * more than one the row shows a pager.
+   * The versions of the reply, or the texts of the operator message,
+   * oldest first, the message among them; with more than one the row
+   * shows a pager.
    */
   properties [PROP_VERSIONS] =
     g_param_spec_object ("versions", NULL, NULL,

@@ -600,21 +600,36 @@ edit_action (GtkWidget  *widget,
  * Rows
  * ------------------------------------------------------------------------- */
 
+/* What the pager of @message's row pages through: the versions of a
+ * reply, or the texts of an operator message that edits replaced. */
 static GListModel *
 list_versions (KagedWindow  *self,
-               KagedMessage *reply)
+               KagedMessage *message)
 {
+  KagedConversation *conversation;
   g_autoptr(GPtrArray) versions = NULL;
   GListStore *store;
   gint64 anchor_id;
 
   if (!KAGED_IS_CONVERSATION (self->conversation))
     return NULL;
+  conversation = KAGED_CONVERSATION (self->conversation);
 
-  anchor_id = kaged_conversation_get_anchor_id (KAGED_CONVERSATION (self->conversation), reply);
-  if (anchor_id <= 0 ||
-      (versions = kaged_conversation_list_versions (KAGED_CONVERSATION (self->conversation),
-                                                    anchor_id, NULL)) == NULL)
+  switch (kaged_message_get_role (message))
+    {
+    case KAGED_MESSAGE_ROLE_AGENT:
+      anchor_id = kaged_conversation_get_anchor_id (conversation, message);
+      if (anchor_id > 0)
+        versions = kaged_conversation_list_versions (conversation, anchor_id, NULL);
+      break;
+    case KAGED_MESSAGE_ROLE_OPERATOR:
+      versions = kaged_conversation_list_edits (conversation, kaged_message_get_id (message), NULL);
+      break;
+    case KAGED_MESSAGE_ROLE_SUMMARY:
+    default:
+      break;
+    }
+  if (versions == NULL)
     return NULL;
 
   store = g_list_store_new (KAGED_TYPE_MESSAGE);
@@ -805,7 +820,13 @@ message_bind_cb (GtkSignalListItemFactory *factory,
   kaged_message_row_set_retry_pending (row, retry_waits_for (self, message));
   set_found_class (self, row);
 
-  if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
+  if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_OPERATOR && self->core != NULL)
+    {
+      g_autoptr(GListModel) versions = list_versions (self, message);
+
+      kaged_message_row_set_versions (row, versions);
+    }
+  else if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT && self->core != NULL)
     {
       g_autoptr(GListModel) versions = list_versions (self, message);
 
@@ -860,8 +881,9 @@ show_later_messages (KagedWindow     *self,
   kaged_message_row_set_later_messages (row, later);
 }
 
-/* A reply's pager showed another version, @message_id: its row describes
- * that version's run, and what followed it. */
+/* A pager showed another version, @message_id: of a reply, whose row
+ * describes that version's run; or an operator message's earlier text.
+ * Either shows what followed it. */
 static void
 show_version_action (GtkWidget  *widget,
                      const char *action_name,
@@ -884,9 +906,13 @@ show_version_action (GtkWidget  *widget,
           kaged_message_get_id (message) != message_id)
         continue;
 
-      bind_reply_run (self, KAGED_MESSAGE_ROW (row), message);
-      /* An earlier version is not what a retry writes again. */
-      kaged_message_row_set_retry_pending (KAGED_MESSAGE_ROW (row), retry_waits_for (self, message));
+      if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT)
+        {
+          bind_reply_run (self, KAGED_MESSAGE_ROW (row), message);
+          /* An earlier version is not what a retry writes again. */
+          kaged_message_row_set_retry_pending (KAGED_MESSAGE_ROW (row),
+                                               retry_waits_for (self, message));
+        }
       show_later_messages (self, KAGED_MESSAGE_ROW (row), message);
       return;
     }

@@ -131,11 +131,13 @@ main (int   argc,
   struct rusage usage;
   double open_ms, first_page_ms, latest_page_ms, supersede_ms;
   double page_superseded_ms, page_current_ms, walk_ms, count_ms;
+  double followed_ms, edits_ms;
   gint64 session_id;
   gint64 anchor_id;
   gint64 start;
   guint n_current = 0;
   guint n_walked = 0;
+  guint n_followed = 0;
   gint64 after;
 
   check (dir != NULL, error);
@@ -183,6 +185,24 @@ main (int   argc,
          error);
   supersede_ms = ms_since (start);
   check (superseded->len == N_SUPERSEDED, NULL);
+
+  /* Paged back to the earliest superseded message: the first hundred
+   * that followed it, and how many in all, as its row shows them. */
+  start = g_get_monotonic_time ();
+  page = kaged_store_list_superseded_with (store,
+                                           g_array_index (ids, gint64, N_MESSAGES - N_SUPERSEDED),
+                                           100, &n_followed, &error);
+  check (page != NULL && page->len == 100 && n_followed == N_SUPERSEDED - 1, error);
+  followed_ms = ms_since (start);
+  g_clear_pointer (&page, g_ptr_array_unref);
+
+  /* The earlier texts of the question regenerated from, which its row
+   * asks for each time it is shown: none, past 10,000 superseded after it. */
+  start = g_get_monotonic_time ();
+  page = kaged_store_list_edits (store, anchor_id, &error);
+  check (page != NULL && page->len == 0, error);
+  edits_ms = ms_since (start);
+  g_clear_pointer (&page, g_ptr_array_unref);
 
   /* A page inside the superseded messages, with them shown. */
   start = g_get_monotonic_time ();
@@ -234,6 +254,9 @@ main (int   argc,
   g_print ("latest page (%d current messages): %.2f ms\n", PAGE_SIZE, latest_page_ms);
   g_print ("supersede the last %d messages: %.2f ms (target <= 50 ms)\n",
            N_SUPERSEDED, supersede_ms);
+  g_print ("what followed the first of them (100 of %d messages, and their count): %.2f ms\n",
+           N_SUPERSEDED - 1, followed_ms);
+  g_print ("earlier texts of the question they followed: %.2f ms\n", edits_ms);
   g_print ("page of %d with superseded: %.2f ms\n", PAGE_SIZE, page_superseded_ms);
   g_print ("page of current messages skipping %d superseded: %.2f ms\n",
            N_SUPERSEDED, page_current_ms);

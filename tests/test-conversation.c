@@ -829,7 +829,7 @@ test_superseded_with (Fixture       *fixture,
   g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (versions, 1)), ==, "A1");
 
   later = kaged_conversation_list_superseded_with (conversation, kaged_message_get_id (failed),
-                                                   &error);
+                                                   0, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (later->len, ==, 2);
   g_assert_cmpint (kaged_message_get_id (g_ptr_array_index (later, 0)), ==, q2->message_id);
@@ -841,13 +841,13 @@ test_superseded_with (Fixture       *fixture,
   /* The current reply: nothing has left after it. */
   later = kaged_conversation_list_superseded_with (conversation,
                                                    kaged_message_get_id (g_ptr_array_index (versions, 1)),
-                                                   &error);
+                                                   0, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (later->len, ==, 0);
   g_clear_pointer (&later, g_ptr_array_unref);
 
   /* Only messages of this conversation. */
-  g_assert_null (kaged_conversation_list_superseded_with (conversation, 424242, &error));
+  g_assert_null (kaged_conversation_list_superseded_with (conversation, 424242, 0, NULL, &error));
   g_assert_error (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND);
 }
 
@@ -894,7 +894,7 @@ test_edits (Fixture       *fixture,
   g_assert_true (g_ptr_array_index (edits, 1) == shown);
 
   /* The earlier text is followed by its own reply. */
-  later = kaged_conversation_list_superseded_with (conversation, q1->message_id, &error);
+  later = kaged_conversation_list_superseded_with (conversation, q1->message_id, 0, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (later->len, ==, 1);
   g_assert_cmpstr (kaged_message_get_content (g_ptr_array_index (later, 0)), ==, "A1");

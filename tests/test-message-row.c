@@ -12,6 +12,7 @@
 
 #include "kaged-code-block.h"
 #include "kaged-icons.h"
+#include "kaged-later-messages.h"
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
@@ -1011,7 +1012,7 @@ test_row_later_messages (RowFixture    *f,
   iterate ();
   g_assert_null (shown_label (row, "Followed by 4 messages"));
 
-  kaged_message_row_set_later_messages (f->row, later);
+  kaged_message_row_set_later_messages (f->row, later, later->len);
   iterate ();
   g_assert_nonnull (shown_label (row, "Followed by 4 messages"));
   g_assert_null (shown_label (row, "And then?"));
@@ -1041,7 +1042,7 @@ test_row_later_messages (RowFixture    *f,
   g_assert_null (shown_label (row, "Followed by 4 messages"));
 
   /* A long branch shows its first hundred, and says how many more. */
-  for (guint i = 0; i < 102; i++)
+  for (guint i = 0; i < KAGED_LATER_MESSAGES_MAX_SHOWN; i++)
     {
       g_autofree char *text = g_strdup_printf ("Turn %u", i);
 
@@ -1049,7 +1050,7 @@ test_row_later_messages (RowFixture    *f,
                                           KAGED_MESSAGE_STATUS_NONE));
     }
   kaged_message_row_set_message (f->row, earlier);
-  kaged_message_row_set_later_messages (f->row, many);
+  kaged_message_row_set_later_messages (f->row, many, 102);
   iterate ();
   gtk_expander_set_expanded (GTK_EXPANDER (gtk_widget_get_ancestor (shown_label (row, "Followed by 102 messages"),
                                                             GTK_TYPE_EXPANDER)),

@@ -361,14 +361,14 @@ test_superseded_with (Fixture       *fixture,
   /* The first version was followed by the turns as they stood then: the
    * second version of the last reply, not the first. */
   {
-    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1, &error);
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1, 0, NULL, &error);
     const gint64 expected[] = { q2, r2, q3, r3b };
 
     g_assert_no_error (error);
     assert_messages (later, expected, G_N_ELEMENTS (expected));
   }
   {
-    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1b, &error);
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1b, 0, NULL, &error);
     const gint64 expected[] = { q4, r4 };
 
     g_assert_no_error (error);
@@ -376,33 +376,51 @@ test_superseded_with (Fixture       *fixture,
   }
   /* A version nothing followed, and the current one, list nothing. */
   {
-    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r3, &error);
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r3, 0, NULL, &error);
 
     g_assert_no_error (error);
     assert_messages (later, NULL, 0);
   }
   {
-    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1c, &error);
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1c, 0, NULL, &error);
 
     g_assert_no_error (error);
     assert_messages (later, NULL, 0);
   }
   /* From the middle of a branch: what came after it in that branch. */
   {
-    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r2, &error);
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r2, 0, NULL, &error);
     const gint64 expected[] = { q3, r3b };
 
     g_assert_no_error (error);
     assert_messages (later, expected, G_N_ELEMENTS (expected));
   }
+  /* The first few, and how many in all. */
   {
-    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, other_q, &error);
+    guint n_later = 0;
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1, 3, &n_later, &error);
+    const gint64 expected[] = { q2, r2, q3 };
+
+    g_assert_no_error (error);
+    assert_messages (later, expected, G_N_ELEMENTS (expected));
+    g_assert_cmpuint (n_later, ==, 4);
+  }
+  {
+    guint n_later = 0;
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, r1b, 3, &n_later, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpuint (later->len, ==, 2);
+    g_assert_cmpuint (n_later, ==, 2);
+  }
+  {
+    g_autoptr(GPtrArray) later = kaged_store_list_superseded_with (store, other_q, 0, NULL, &error);
 
     g_assert_no_error (error);
     assert_messages (later, NULL, 0);
   }
 
-  g_assert_null (kaged_store_list_superseded_with (store, 424242, &error));
+  g_assert_null (kaged_store_list_superseded_with (store, 424242, 0, NULL, &error));
   g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
 }
 
@@ -483,6 +501,52 @@ test_edits (Fixture       *fixture,
 
   g_assert_null (kaged_store_list_edits (store, 424242, &error));
   g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+}
+
+/* The plan SQLite makes for one of the store's statements, one step a line. */
+static char *
+query_plan (sqlite3 *db,
+            StmtId   id)
+{
+  g_autofree char *sql = g_strconcat ("EXPLAIN QUERY PLAN ", _kaged_store_stmt_sql[id], NULL);
+  GString *plan = g_string_new (NULL);
+  sqlite3_stmt *stmt = NULL;
+
+  g_assert_cmpint (sqlite3_prepare_v2 (db, sql, -1, &stmt, NULL), ==, SQLITE_OK);
+  while (sqlite3_step (stmt) == SQLITE_ROW)
+    g_string_append_printf (plan, "%s\n", (const char *) sqlite3_column_text (stmt, 3));
+  sqlite3_finalize (stmt);
+
+  return g_string_free (plan, FALSE);
+}
+
+/* What one run superseded is read from the run, not by walking the whole
+ * conversation up to the message: a question edited late in a long
+ * conversation, or paged back to, costs the same as one early. */
+static void
+test_plans_start_from_run (Fixture       *fixture,
+                           gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autofree char *with = NULL;
+  g_autofree char *edited = NULL;
+  sqlite3 *db = raw_open (fixture->path);
+
+  with = query_plan (db, STMT_MESSAGE_SUPERSEDED_WITH);
+  g_test_message ("superseded with:\n%s", with);
+  g_assert_true (g_str_has_prefix (with, "SEARCH s USING "));
+  g_assert_nonnull (strstr (with, "INDEX message_supersessions_by_run (run_id=?)"));
+  g_assert_null (strstr (with, "messages_in_order"));
+  g_assert_null (strstr (with, "SCAN"));
+
+  edited = query_plan (db, STMT_MESSAGE_EDITED_FROM);
+  g_test_message ("edited from:\n%s", edited);
+  g_assert_true (g_str_has_prefix (edited, "SEARCH r USING COVERING INDEX runs_by_anchor"));
+  g_assert_nonnull (strstr (edited, "INDEX message_supersessions_by_run (run_id=? AND rowid<?)"));
+  g_assert_null (strstr (edited, "messages_in_order"));
+  g_assert_null (strstr (edited, "SCAN"));
+
+  sqlite3_close (db);
 }
 
 static void
@@ -944,6 +1008,7 @@ main (int   argc,
   ADD_TEST ("/store/versions", test_versions);
   ADD_TEST ("/store/superseded-with", test_superseded_with);
   ADD_TEST ("/store/edits", test_edits);
+  ADD_TEST ("/store/plans-start-from-run", test_plans_start_from_run);
   ADD_TEST ("/store/interrupted", test_interrupted);
   ADD_TEST ("/store/paging", test_paging);
   ADD_TEST ("/store/conversation-order", test_conversation_order);

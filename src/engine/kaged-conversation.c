@@ -715,7 +715,8 @@ was_followed (KagedConversation *self,
   g_autoptr(GError) error = NULL;
 
   later = kaged_session_manager_list_superseded_with (self->manager, self->session_id,
-                                                      kaged_message_get_id (message), &error);
+                                                      kaged_message_get_id (message), 1, NULL,
+                                                      &error);
   if (later == NULL)
     g_debug ("Cannot tell what followed message %" G_GINT64_FORMAT ": %s",
              kaged_message_get_id (message), error->message);
@@ -817,6 +818,8 @@ kaged_conversation_list_edits (KagedConversation  *self,
 /**
  * kaged_conversation_list_superseded_with:
  * @message_id: a message of the session, superseded or not
+ * @limit: list at most this many, or 0 for all
+ * @n_messages: (out) (optional): how many there are in all
  *
  * Lists what followed an earlier version of a reply while it was current:
  * the messages after @message_id that a regeneration or an edit took out
@@ -829,6 +832,8 @@ kaged_conversation_list_edits (KagedConversation  *self,
 GPtrArray *
 kaged_conversation_list_superseded_with (KagedConversation  *self,
                                          gint64              message_id,
+                                         guint               limit,
+                                         guint              *n_messages,
                                          GError            **error)
 {
   g_autoptr(GPtrArray) later = NULL;
@@ -837,7 +842,7 @@ kaged_conversation_list_superseded_with (KagedConversation  *self,
   g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
 
   later = kaged_session_manager_list_superseded_with (self->manager, self->session_id, message_id,
-                                                      error);
+                                                      limit, n_messages, error);
   if (later == NULL)
     return NULL;
 

@@ -27,6 +27,8 @@ GPtrArray         *kaged_conversation_list_edits     (KagedConversation    *self
                                                       GError              **error);
 GPtrArray         *kaged_conversation_list_superseded_with (KagedConversation *self,
                                                            gint64             message_id,
+                                                           guint              limit,
+                                                           guint             *n_messages,
                                                            GError           **error);
 gint64             kaged_conversation_get_anchor_id  (KagedConversation    *self,
                                                       KagedMessage         *message);

@@ -685,6 +685,8 @@ kaged_session_manager_list_edits (KagedSessionManager  *self,
 /**
  * kaged_session_manager_list_superseded_with:
  * @message_id: a message of the session, superseded or not
+ * @limit: list at most this many, or 0 for all
+ * @n_messages: (out) (optional): how many there are in all
  *
  * Returns: (transfer full) (element-type KagedMessage): the messages after
  *   @message_id that left the conversation with it (see
@@ -694,6 +696,8 @@ GPtrArray *
 kaged_session_manager_list_superseded_with (KagedSessionManager  *self,
                                             gint64                session_id,
                                             gint64                message_id,
+                                            guint                 limit,
+                                            guint                *n_messages,
                                             GError              **error)
 {
   g_autoptr(KagedMessage) message = NULL;
@@ -704,7 +708,7 @@ kaged_session_manager_list_superseded_with (KagedSessionManager  *self,
   if (message == NULL)
     return NULL;
 
-  return kaged_store_list_superseded_with (self->store, message_id, error);
+  return kaged_store_list_superseded_with (self->store, message_id, limit, n_messages, error);
 }
 
 gboolean

@@ -134,6 +134,8 @@ GPtrArray           *kaged_session_manager_list_edits       (KagedSessionManager
 GPtrArray           *kaged_session_manager_list_superseded_with (KagedSessionManager  *self,
                                                                  gint64                session_id,
                                                                  gint64                message_id,
+                                                                 guint                 limit,
+                                                                 guint                *n_messages,
                                                                  GError              **error);
 KagedRun            *kaged_session_manager_get_run          (KagedSessionManager  *self,
                                                              gint64                session_id,

@@ -775,9 +775,27 @@ kaged_store_list_versions (KagedStore  *self,
                                     g_object_unref, error);
 }
 
+/* Binds the message whose turn is ?2 and id ?3, of session ?1, superseded
+ * by run ?4. */
+static gboolean
+bind_superseded_with (KagedStore            *self,
+                      KagedStoreCachedStmt  *stmt,
+                      KagedMessage          *message,
+                      gint64                 turn,
+                      GError               **error)
+{
+  return _kaged_store_bind_int64 (self, stmt, 1, kaged_message_get_session_id (message), error) &&
+         _kaged_store_bind_int64 (self, stmt, 2, turn, error) &&
+         _kaged_store_bind_int64 (self, stmt, 3, kaged_message_get_id (message), error) &&
+         _kaged_store_bind_int64 (self, stmt, 4, kaged_message_get_superseded_by_run (message),
+                                  error);
+}
+
 /**
  * kaged_store_list_superseded_with:
  * @message_id: a message, superseded or not
+ * @limit: list at most this many, or 0 for all
+ * @n_messages: (out) (optional): how many there are in all
  *
  * Lists the messages that left the conversation together with
  * @message_id: those after it that the same run superseded, in
@@ -790,13 +808,19 @@ kaged_store_list_versions (KagedStore  *self,
 GPtrArray *
 kaged_store_list_superseded_with (KagedStore  *self,
                                   gint64       message_id,
+                                  guint        limit,
+                                  guint       *n_messages,
                                   GError     **error)
 {
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
   g_autoptr(KagedMessage) message = NULL;
-  gint64 session_id, turn = 0;
+  g_autoptr(GPtrArray) rows = NULL;
+  gint64 turn = 0;
 
   g_return_val_if_fail (KAGED_IS_STORE (self), NULL);
+
+  if (n_messages != NULL)
+    *n_messages = 0;
 
   message = kaged_store_get_message (self, message_id, error);
   if (message == NULL)
@@ -804,20 +828,33 @@ kaged_store_list_superseded_with (KagedStore  *self,
   if (kaged_message_get_superseded_by_run (message) == 0)
     return g_ptr_array_new_with_free_func (g_object_unref);
 
-  session_id = kaged_message_get_session_id (message);
-  if (!get_order_key (self, session_id, message_id, &turn, error))
+  if (!get_order_key (self, kaged_message_get_session_id (message), message_id, &turn, error))
     return NULL;
 
   stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_SUPERSEDED_WITH, error);
-  if (stmt == NULL ||
-      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 4, kaged_message_get_superseded_by_run (message), error))
+  if (stmt == NULL || !bind_superseded_with (self, stmt, message, turn, error) ||
+      !_kaged_store_bind_int64 (self, stmt, 5, limit > 0 ? (gint64)limit : -1, error))
+    return NULL;
+  rows = _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
+                                    g_object_unref, error);
+  if (rows == NULL)
     return NULL;
 
-  return _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,
-                                    g_object_unref, error);
+  if (n_messages != NULL && limit > 0 && rows->len == limit)
+    {
+      g_autoptr(KagedStoreCachedStmt) count = NULL;
+      gboolean has_row = FALSE;
+
+      count = _kaged_store_get_stmt (self, STMT_MESSAGE_COUNT_SUPERSEDED_WITH, error);
+      if (count == NULL || !bind_superseded_with (self, count, message, turn, error) ||
+          !_kaged_store_step_row (self, count, &has_row, error))
+        return NULL;
+      *n_messages = has_row ? (guint)sqlite3_column_int64 (count, 0) : rows->len;
+    }
+  else if (n_messages != NULL)
+    *n_messages = rows->len;
+
+  return g_steal_pointer (&rows);
 }
 
 /* The operator message an edit replaced with @message, or %NULL with
@@ -830,19 +867,12 @@ get_edited_from (KagedStore    *self,
 {
   g_autoptr(KagedStoreCachedStmt) stmt = NULL;
   g_autoptr(GPtrArray) rows = NULL;
-  gint64 session_id = kaged_message_get_session_id (message);
-  gint64 message_id = kaged_message_get_id (message);
-  gint64 turn = 0;
 
   *edited = NULL;
-  if (!get_order_key (self, session_id, message_id, &turn, error))
-    return FALSE;
-
   stmt = _kaged_store_get_stmt (self, STMT_MESSAGE_EDITED_FROM, error);
   if (stmt == NULL ||
-      !_kaged_store_bind_int64 (self, stmt, 1, session_id, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 2, turn, error) ||
-      !_kaged_store_bind_int64 (self, stmt, 3, message_id, error))
+      !_kaged_store_bind_int64 (self, stmt, 1, kaged_message_get_session_id (message), error) ||
+      !_kaged_store_bind_int64 (self, stmt, 2, kaged_message_get_id (message), error))
     return FALSE;
 
   rows = _kaged_store_collect_rows (self, stmt, (KagedStoreRowFunc)_kaged_store_message_from_row,

@@ -186,7 +186,13 @@ static const char schema_v4[] =
  * each run used, and the model lists of profiles, in kaged-store-settings.c. */
 /* Version 7: replies indexed for search once they stop streaming, in
  * kaged-store-search.c. */
-G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 7);
+
+/* Version 8: what one run superseded is found without a walk through the
+ * conversation — an earlier version's later turns, an edited message's
+ * earlier text. */
+static const char schema_v8[] =
+  "CREATE INDEX message_supersessions_by_run ON message_supersessions (run_id);\n";
+G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 8);
 
 gboolean
 _kaged_store_exec_sql (KagedStore  *self,
@@ -334,6 +340,11 @@ _kaged_store_migrate (KagedStore  *self,
 
     case 6:
       if (!migrate_step (self, 7, _kaged_store_schema_v7, error))
+        return FALSE;
+      G_GNUC_FALLTHROUGH;
+
+    case 7:
+      if (!migrate_step (self, 8, schema_v8, error))
         return FALSE;
       G_GNUC_FALLTHROUGH;
 

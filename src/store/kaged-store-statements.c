@@ -133,17 +133,30 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
     "JOIN runs r ON r.id = m.run_id "
     "WHERE r.anchor_id = ?1 AND m.role = 'agent' ORDER BY m.id",
-  /* After the message whose turn is ?2 and id ?3, superseded by run ?4. */
+  /* After the message whose turn is ?2 and id ?3, superseded by run ?4:
+   * read from what the run superseded (CROSS JOIN keeps that order), not
+   * from the conversation's start. */
   [STMT_MESSAGE_SUPERSEDED_WITH] =
-    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
-    "WHERE m.session_id = ?1 AND " AFTER_KEY "AND s.run_id = ?4 " IN_ORDER,
-  /* The operator message an edit replaced with ?3 (turn ?2): the first, in
-   * conversation order, before ?3 that a run anchored on ?3 superseded. */
+    "SELECT " MESSAGE_COLUMNS
+    "FROM message_supersessions s CROSS JOIN messages m "
+    "LEFT JOIN message_compactions c ON c.message_id = m.id "
+    "WHERE s.run_id = ?4 AND m.id = s.message_id AND m.session_id = ?1 AND " AFTER_KEY
+    IN_ORDER "LIMIT ?5",
+  [STMT_MESSAGE_COUNT_SUPERSEDED_WITH] =
+    "SELECT count (*) FROM message_supersessions s CROSS JOIN messages m "
+    "WHERE s.run_id = ?4 AND m.id = s.message_id AND m.session_id = ?1 AND " AFTER_KEY,
+  /* The operator message an edit replaced with ?2: the first that a run
+   * anchored on ?2 superseded before it. Operator messages are in
+   * conversation order by id, and whatever a regeneration from ?2
+   * superseded came after it, with a larger id: the index of what each
+   * run superseded is read from its start, up to ?2 only. */
   [STMT_MESSAGE_EDITED_FROM] =
-    "SELECT " MESSAGE_COLUMNS MESSAGE_FROM
-    "JOIN runs r ON r.id = s.run_id "
-    "WHERE m.session_id = ?1 AND r.anchor_id = ?3 AND m.role = 'operator' AND " BEFORE_KEY
-    IN_ORDER "LIMIT 1",
+    "SELECT " MESSAGE_COLUMNS
+    "FROM runs r CROSS JOIN message_supersessions s CROSS JOIN messages m "
+    "LEFT JOIN message_compactions c ON c.message_id = m.id "
+    "WHERE r.anchor_id = ?2 AND s.run_id = r.id AND s.message_id < ?2 AND "
+    "m.id = s.message_id AND m.session_id = ?1 AND m.role = 'operator' "
+    "ORDER BY s.message_id LIMIT 1",
   [STMT_MESSAGE_COMPACT] =
     "INSERT INTO message_compactions (message_id, summary_id) VALUES (?1, ?2) "
     "ON CONFLICT (message_id) DO UPDATE SET summary_id = excluded.summary_id",

@@ -45,7 +45,7 @@ typedef enum
  *
  * The newest schema this build reads and writes (`PRAGMA user_version`).
  */
-#define KAGED_STORE_SCHEMA_VERSION 7
+#define KAGED_STORE_SCHEMA_VERSION 8
 
 #define KAGED_TYPE_STORE_RETRY_STATE (kaged_store_retry_state_get_type ())
 
@@ -235,6 +235,8 @@ GPtrArray            *kaged_store_list_versions        (KagedStore              
                                                         GError                    **error);
 GPtrArray            *kaged_store_list_superseded_with (KagedStore                 *self,
                                                         gint64                      message_id,
+                                                        guint                       limit,
+                                                        guint                      *n_messages,
                                                         GError                    **error);
 GPtrArray            *kaged_store_list_edits           (KagedStore                 *self,
                                                         gint64                      message_id,

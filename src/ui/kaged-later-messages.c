@@ -23,13 +23,15 @@
  * unfolded, it shows each one, read-only — its author, its text (a
  * reply's as Markdown) and, for a reply that did not complete, why.
  *
- * The messages are shown when first unfolded, at most %MAX_SHOWN of them.
+ * The messages are shown when first unfolded, at most
+ * %KAGED_LATER_MESSAGES_MAX_SHOWN of them.
  */
 struct _KagedLaterMessages
 {
   GtkWidget parent_instance;
 
   GPtrArray *messages;
+  guint n_messages;
   guint built : 1;
 
   GtkExpander *expander;
@@ -37,9 +39,6 @@ struct _KagedLaterMessages
 };
 
 G_DEFINE_FINAL_TYPE (KagedLaterMessages, kaged_later_messages, GTK_TYPE_WIDGET)
-
-/* An old branch can be as long as a conversation: the first ones show. */
-#define MAX_SHOWN 100
 
 static const char *
 describe_author (KagedMessage *message)
@@ -148,23 +147,23 @@ clear_list (KagedLaterMessages *self)
 static void
 build_list (KagedLaterMessages *self)
 {
-  guint n = self->messages != NULL ? self->messages->len : 0;
+  guint n = self->messages != NULL ? MIN (self->messages->len, KAGED_LATER_MESSAGES_MAX_SHOWN) : 0;
 
   if (self->built)
     return;
 
-  for (guint i = 0; i < MIN (n, MAX_SHOWN); i++)
+  for (guint i = 0; i < n; i++)
     gtk_box_append (self->list, message_new (g_ptr_array_index (self->messages, i)));
 
-  if (n > MAX_SHOWN)
+  if (self->n_messages > n)
     {
       g_autofree char *more = NULL;
       GtkWidget *label;
 
-      /* Translators: %u is a number of messages, more than a hundred */
+      /* Translators: %u is a number of messages not shown, after a hundred that are */
       more = g_strdup_printf (ngettext ("And %u more message",
-                                        "And %u more messages", n - MAX_SHOWN),
-                              n - MAX_SHOWN);
+                                        "And %u more messages", self->n_messages - n),
+                              self->n_messages - n);
       label = gtk_label_new (more);
       gtk_label_set_xalign (GTK_LABEL (label), 0);
       gtk_widget_add_css_class (label, "dim-label");
@@ -183,26 +182,29 @@ expanded_cb (KagedLaterMessages *self)
 
 /**
  * kaged_later_messages_set_messages:
- * @messages: (nullable) (element-type KagedMessage): the messages that
- *   followed, in conversation order
+ * @messages: (nullable) (element-type KagedMessage): the first messages
+ *   that followed, in conversation order
+ * @n_messages: how many followed in all, at least as many as @messages
  *
  * Shows @messages, folded; with none, the widget hides.
  */
 void
 kaged_later_messages_set_messages (KagedLaterMessages *self,
-                                   GPtrArray          *messages)
+                                   GPtrArray          *messages,
+                                   guint               n_messages)
 {
   guint n;
 
   g_return_if_fail (KAGED_IS_LATER_MESSAGES (self));
 
-  if (messages == self->messages)
+  if (messages == self->messages && n_messages == self->n_messages)
     return;
 
   if (messages != NULL)
     g_ptr_array_ref (messages);
   g_clear_pointer (&self->messages, g_ptr_array_unref);
   self->messages = messages;
+  self->n_messages = messages != NULL ? MAX (n_messages, messages->len) : 0;
 
   clear_list (self);
   gtk_expander_set_expanded (self->expander, FALSE);
@@ -225,7 +227,7 @@ kaged_later_messages_get_n_messages (KagedLaterMessages *self)
 {
   g_return_val_if_fail (KAGED_IS_LATER_MESSAGES (self), 0);
 
-  return self->messages != NULL ? self->messages->len : 0;
+  return self->n_messages;
 }
 
 gboolean

@@ -1516,7 +1516,7 @@ kaged_message_row_set_message (KagedMessageRow *self,
   g_binding_group_set_source (self->message_bindings, message);
   g_signal_group_set_target (self->message_signals, message);
   /* They followed the message shown before. */
-  kaged_later_messages_set_messages (self->later_messages, NULL);
+  kaged_later_messages_set_messages (self->later_messages, NULL, 0);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
   forget_update_clock (self);
   self->streaming_interval = STREAMING_INTERVAL_MIN_US;
@@ -1533,18 +1533,21 @@ kaged_message_row_set_message (KagedMessageRow *self,
 /**
  * kaged_message_row_set_later_messages:
  * @messages: (nullable) (element-type KagedMessage): what followed the
- *   version shown while it was current, in conversation order
+ *   version shown while it was current, in conversation order: all of
+ *   it, or its first %KAGED_LATER_MESSAGES_MAX_SHOWN messages
+ * @n_messages: how many followed in all
  *
  * Under an earlier version of a reply, offers to read the turns that left
  * the conversation with it. Showing another message forgets them.
  */
 void
 kaged_message_row_set_later_messages (KagedMessageRow *self,
-                                      GPtrArray       *messages)
+                                      GPtrArray       *messages,
+                                      guint            n_messages)
 {
   g_return_if_fail (KAGED_IS_MESSAGE_ROW (self));
 
-  kaged_later_messages_set_messages (self->later_messages, messages);
+  kaged_later_messages_set_messages (self->later_messages, messages, n_messages);
 }
 
 /**

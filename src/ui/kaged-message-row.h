@@ -26,7 +26,8 @@ void          kaged_message_row_show_latest_version (KagedMessageRow *self);
 void          kaged_message_row_set_versions      (KagedMessageRow *self,
                                                    GListModel      *versions);
 void          kaged_message_row_set_later_messages (KagedMessageRow *self,
-                                                   GPtrArray       *messages);
+                                                   GPtrArray       *messages,
+                                                   guint            n_messages);
 KagedRun     *kaged_message_row_get_run           (KagedMessageRow *self);
 void          kaged_message_row_set_run           (KagedMessageRow *self,
                                                    KagedRun        *run);

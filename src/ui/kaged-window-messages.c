@@ -11,6 +11,7 @@
 
 #include "kaged-conversation.h"
 #include "kaged-core-settings.h"
+#include "kaged-later-messages.h"
 #include "kaged-message-row.h"
 #include "kaged-window-private.h"
 
@@ -866,19 +867,22 @@ show_later_messages (KagedWindow     *self,
 {
   g_autoptr(GPtrArray) later = NULL;
   g_autoptr(GError) error = NULL;
+  guint n_later = 0;
 
   if (!kaged_message_is_superseded (message) || !KAGED_IS_CONVERSATION (self->conversation))
     return;
 
   later = kaged_conversation_list_superseded_with (KAGED_CONVERSATION (self->conversation),
-                                                   kaged_message_get_id (message), &error);
+                                                   kaged_message_get_id (message),
+                                                   KAGED_LATER_MESSAGES_MAX_SHOWN, &n_later,
+                                                   &error);
   if (later == NULL)
     {
       g_warning ("Cannot list what followed message %" G_GINT64_FORMAT ": %s",
                  kaged_message_get_id (message), error->message);
       return;
     }
-  kaged_message_row_set_later_messages (row, later);
+  kaged_message_row_set_later_messages (row, later, n_later);
 }
 
 /* A pager showed another version, @message_id: of a reply, whose row

@@ -16,6 +16,7 @@
 #include "kaged-markdown-view.h"
 #include "kaged-message-details.h"
 #include "kaged-message-row.h"
+#include "kaged-retry-text.h"
 #include "kaged-test-time.h"
 
 /* --- helpers ------------------------------------------------------------------------ */
@@ -1059,6 +1060,27 @@ test_row_later_messages (RowFixture    *f,
   g_assert_nonnull (shown_label (row, "Turn 99"));
   g_assert_null (shown_label (row, "Turn 100"));
   g_assert_nonnull (shown_label (row, "And 2 more messages"));
+}
+
+/* A quota used up until a time says it as the retry banner does: in the
+ * desktop's clock format, without seconds. */
+static void
+test_row_quota_until (void)
+{
+  g_autoptr(KagedMessage) message = new_message (9, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_FAILED);
+  gint64 now_ms = g_get_real_time () / 1000;
+  gint64 until_ms = now_ms + 50 * 60000;
+  g_autofree char *sentence = NULL;
+  g_autofree char *until = NULL;
+  g_autofree char *expected = NULL;
+
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_QUOTA_SCHEDULED);
+  kaged_message_set_retry_after_until (message, until_ms);
+  sentence = kaged_message_row_describe_failure (message);
+  until = kaged_retry_format_until (until_ms, now_ms, kaged_retry_desktop_uses_12h ());
+  expected = g_strdup_printf ("Your quota with the provider is used up until %s", until);
+  g_assert_cmpstr (sentence, ==, expected);
 }
 
 static gboolean
@@ -2810,6 +2832,7 @@ main (int   argc,
   ROW_TEST ("/message-row/agent", test_row_agent);
   ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
+  g_test_add_func ("/message-row/quota-until", test_row_quota_until);
   ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/spinner", test_row_spinner);
   ROW_TEST ("/message-row/tier1-wait", test_row_tier1_wait);

@@ -212,6 +212,23 @@ test_format (void)
   g_assert_cmpstr (tomorrow, ==, "Retry tomorrow after 00:42");
   weekday = kaged_retry_format_retry_after (START_WALL_MS + 3 * 86400000, START_WALL_MS, FALSE);
   g_assert_cmpstr (weekday, ==, "Retry Friday after 13:42");
+
+  /* The same moments as a reply's card says them: "used up until …". */
+  {
+    g_autofree char *until_today = kaged_retry_format_until (START_WALL_MS + 50 * 60000,
+                                                             START_WALL_MS, FALSE);
+    g_autofree char *until_12h = kaged_retry_format_until (START_WALL_MS + 50 * 60000,
+                                                           START_WALL_MS, TRUE);
+    g_autofree char *until_tomorrow = kaged_retry_format_until (START_WALL_MS + 11 * 3600000,
+                                                                START_WALL_MS, FALSE);
+    g_autofree char *until_friday = kaged_retry_format_until (START_WALL_MS + 3 * 86400000,
+                                                              START_WALL_MS, FALSE);
+
+    g_assert_cmpstr (until_today, ==, "14:32");
+    g_assert_cmpstr (until_12h, ==, "2:32 PM");
+    g_assert_cmpstr (until_tomorrow, ==, "tomorrow at 00:42");
+    g_assert_cmpstr (until_friday, ==, "Friday at 13:42");
+  }
 }
 
 static void

@@ -180,11 +180,13 @@ kaged_message_row_describe_failure (KagedMessage *message)
     case KAGED_RETRY_CLASS_QUOTA_SCHEDULED:
       if (retry_after_until > 0)
         {
-          g_autoptr(GDateTime) until = g_date_time_new_from_unix_local (retry_after_until / 1000);
-          g_autofree char *time = g_date_time_format (until, "%X");
+          g_autofree char *until = kaged_retry_format_until (retry_after_until,
+                                                             g_get_real_time () / 1000,
+                                                             kaged_retry_desktop_uses_12h ());
 
-          /* Translators: %s is a time of day, such as 14:32:00 */
-          return g_strdup_printf (_("Your quota with the provider is used up until %s"), time);
+          if (until != NULL)
+            /* Translators: %s is a time, as in "14:32" or "tomorrow at 00:20" */
+            return g_strdup_printf (_("Your quota with the provider is used up until %s"), until);
         }
       return g_strdup (_("Your quota with the provider is used up until it resets"));
     case KAGED_RETRY_CLASS_QUOTA_EXHAUSTED:

@@ -47,6 +47,50 @@ kaged_retry_format_duration (gint64 seconds)
   return g_strdup_printf (_("%d s"), s);
 }
 
+/* The time of day of @when on the desktop's clock, and how many days from
+ * @now's day it falls; for a day other than today or tomorrow, @day names
+ * it: the weekday within a week, else the date. */
+static char *
+format_moment (GDateTime  *when,
+               GDateTime  *now,
+               gboolean    use_12h,
+               int        *days,
+               char      **day)
+{
+  GDate when_date;
+  GDate now_date;
+  char *time;
+
+  if (use_12h)
+    /* Translators: the time of day on a 12-hour clock, see g_date_time_format()
+     * xgettext:no-c-format */
+    time = g_date_time_format (when, _("%-l:%M %p"));
+  else
+    /* Translators: the time of day on a 24-hour clock, see g_date_time_format()
+     * xgettext:no-c-format */
+    time = g_date_time_format (when, _("%H:%M"));
+
+  g_date_clear (&when_date, 1);
+  g_date_clear (&now_date, 1);
+  g_date_set_dmy (&when_date, g_date_time_get_day_of_month (when),
+                  g_date_time_get_month (when), g_date_time_get_year (when));
+  g_date_set_dmy (&now_date, g_date_time_get_day_of_month (now),
+                  g_date_time_get_month (now), g_date_time_get_year (now));
+  *days = g_date_days_between (&now_date, &when_date);
+
+  *day = NULL;
+  if (*days > 1 && *days < 7)
+    /* Translators: the weekday of a retry within a week, see g_date_time_format()
+     * xgettext:no-c-format */
+    *day = g_date_time_format (when, _("%A"));
+  else if (*days != 0 && *days != 1)
+    /* Translators: the date of a retry further away, see g_date_time_format()
+     * xgettext:no-c-format */
+    *day = g_date_time_format (when, _("%x"));
+
+  return time;
+}
+
 /**
  * kaged_retry_format_retry_after:
  * @when_ms: when the retry may start, epoch milliseconds
@@ -65,29 +109,12 @@ kaged_retry_format_retry_after (gint64   when_ms,
   g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
   g_autofree char *time = NULL;
   g_autofree char *day = NULL;
-  GDate when_date;
-  GDate now_date;
   int days;
 
   if (when == NULL || now == NULL)
     return NULL;
 
-  if (use_12h)
-    /* Translators: the time of day on a 12-hour clock, see g_date_time_format()
-     * xgettext:no-c-format */
-    time = g_date_time_format (when, _("%-l:%M %p"));
-  else
-    /* Translators: the time of day on a 24-hour clock, see g_date_time_format()
-     * xgettext:no-c-format */
-    time = g_date_time_format (when, _("%H:%M"));
-
-  g_date_clear (&when_date, 1);
-  g_date_clear (&now_date, 1);
-  g_date_set_dmy (&when_date, g_date_time_get_day_of_month (when),
-                  g_date_time_get_month (when), g_date_time_get_year (when));
-  g_date_set_dmy (&now_date, g_date_time_get_day_of_month (now),
-                  g_date_time_get_month (now), g_date_time_get_year (now));
-  days = g_date_days_between (&now_date, &when_date);
+  time = format_moment (when, now, use_12h, &days, &day);
 
   if (days == 0)
     /* Translators: shown while a retry waits for a time today, e.g. "Retry after 14:32" */
@@ -97,17 +124,67 @@ kaged_retry_format_retry_after (gint64   when_ms,
     /* Translators: e.g. "Retry tomorrow after 00:20" */
     return g_strdup_printf (_("Retry tomorrow after %s"), time);
 
-  if (days > 1 && days < 7)
-    /* Translators: the weekday of a retry within a week, see g_date_time_format()
-     * xgettext:no-c-format */
-    day = g_date_time_format (when, _("%A"));
-  else
-    /* Translators: the date of a retry further away, see g_date_time_format()
-     * xgettext:no-c-format */
-    day = g_date_time_format (when, _("%x"));
-
   /* Translators: a day and a time, e.g. "Retry Friday after 14:32" */
   return g_strdup_printf (_("Retry %s after %s"), day, time);
+}
+
+/**
+ * kaged_retry_format_until:
+ * @when_ms: a time to come, epoch milliseconds
+ * @now_ms: the time now, epoch milliseconds
+ * @use_12h: whether the desktop shows a 12-hour clock
+ *
+ * Says @when_ms as kaged_retry_format_retry_after() does, for a sentence
+ * such as "Your quota is used up until …".
+ *
+ * Returns: (transfer full): "14:32" today, "tomorrow at 00:20", "Friday at
+ *   14:32", or %NULL for a time that cannot be told
+ */
+char *
+kaged_retry_format_until (gint64   when_ms,
+                          gint64   now_ms,
+                          gboolean use_12h)
+{
+  g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (when_ms / 1000);
+  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
+  g_autofree char *time = NULL;
+  g_autofree char *day = NULL;
+  int days;
+
+  if (when == NULL || now == NULL)
+    return NULL;
+
+  time = format_moment (when, now, use_12h, &days, &day);
+
+  if (days == 0)
+    return g_steal_pointer (&time);
+
+  if (days == 1)
+    /* Translators: the end of a wait, e.g. "used up until tomorrow at 00:20" */
+    return g_strdup_printf (_("tomorrow at %s"), time);
+
+  /* Translators: the end of a wait, a day and a time, e.g. "used up until Friday at 14:32" */
+  return g_strdup_printf (_("%s at %s"), day, time);
+}
+
+/**
+ * kaged_retry_desktop_uses_12h:
+ *
+ * Returns: whether the desktop's clock shows 12 hours (GNOME's
+ *   `clock-format`); %FALSE when it cannot be told
+ */
+gboolean
+kaged_retry_desktop_uses_12h (void)
+{
+  g_autoptr(GSettings) settings = kaged_retry_new_interface_settings ();
+  g_autofree char *format = NULL;
+
+  if (settings == NULL)
+    return FALSE;
+
+  format = g_settings_get_string (settings, "clock-format");
+
+  return g_strcmp0 (format, "12h") == 0;
 }
 
 /**

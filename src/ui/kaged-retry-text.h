@@ -21,6 +21,10 @@ char       *kaged_retry_format_duration          (gint64               seconds);
 char       *kaged_retry_format_retry_after       (gint64               when_ms,
                                                   gint64               now_ms,
                                                   gboolean             use_12h);
+char       *kaged_retry_format_until             (gint64               when_ms,
+                                                  gint64               now_ms,
+                                                  gboolean             use_12h);
+gboolean    kaged_retry_desktop_uses_12h         (void);
 const char *kaged_retry_describe_wait_source     (const char          *wait_source);
 char       *kaged_retry_describe_reason          (KagedRetryClass      retry_class,
                                                   guint                http_status,

@@ -528,8 +528,8 @@ kaged_window_new_edit_dialog (KagedWindow *self,
   dialog = adw_message_dialog_new (GTK_WINDOW (self), _("Edit Message"),
                                    _("The edited message is sent as a new one, and the "
                                      "conversation continues from it. This message and the "
-                                     "replies after it leave the conversation; nothing is "
-                                     "deleted."));
+                                     "replies after it leave the conversation; they can still "
+                                     "be read from the new message’s earlier version."));
   view = gtk_text_view_new ();
   gtk_text_view_set_wrap_mode (GTK_TEXT_VIEW (view), GTK_WRAP_WORD_CHAR);
   gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);

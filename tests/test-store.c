@@ -549,6 +549,55 @@ test_plans_start_from_run (Fixture       *fixture,
   sqlite3_close (db);
 }
 
+/* What was written in a conversation and not sent is kept across runs:
+ * one text per conversation, and one for a conversation not started yet
+ * (session 0). It goes with its conversation. */
+static void
+test_drafts (Fixture       *fixture,
+             gconstpointer  user_data)
+{
+  g_autoptr(KagedStore) store = open_store (fixture);
+  g_autoptr(KagedSession) session = add_session (store, "Drafts");
+  g_autoptr(GError) error = NULL;
+  gint64 session_id = kaged_session_get_id (session);
+  char *text = NULL;
+
+  g_assert_true (kaged_store_get_draft (store, session_id, &text, &error));
+  g_assert_no_error (error);
+  g_assert_null (text);
+
+  g_assert_true (kaged_store_set_draft (store, session_id, "Half a question", &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_set_draft (store, 0, "A new one", &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_set_draft (store, session_id, "Half a question, longer", &error));
+  g_assert_no_error (error);
+
+  g_clear_object (&store);
+  store = open_store (fixture);
+  g_assert_true (kaged_store_get_draft (store, session_id, &text, &error));
+  g_assert_cmpstr (text, ==, "Half a question, longer");
+  g_clear_pointer (&text, g_free);
+  g_assert_true (kaged_store_get_draft (store, 0, &text, &error));
+  g_assert_cmpstr (text, ==, "A new one");
+  g_clear_pointer (&text, g_free);
+
+  /* Empty is none. */
+  g_assert_true (kaged_store_set_draft (store, 0, "", &error));
+  g_assert_true (kaged_store_get_draft (store, 0, &text, &error));
+  g_assert_null (text);
+
+  /* Only for conversations there are. */
+  g_assert_false (kaged_store_set_draft (store, session_id + 100, "Lost", &error));
+  g_assert_error (error, KAGED_STORE_ERROR, KAGED_STORE_ERROR_NOT_FOUND);
+  g_clear_error (&error);
+
+  g_assert_true (kaged_store_delete_session (store, session_id, &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_get_draft (store, session_id, &text, &error));
+  g_assert_null (text);
+}
+
 static void
 test_interrupted (Fixture       *fixture,
                   gconstpointer  user_data)
@@ -1009,6 +1058,7 @@ main (int   argc,
   ADD_TEST ("/store/superseded-with", test_superseded_with);
   ADD_TEST ("/store/edits", test_edits);
   ADD_TEST ("/store/plans-start-from-run", test_plans_start_from_run);
+  ADD_TEST ("/store/drafts", test_drafts);
   ADD_TEST ("/store/interrupted", test_interrupted);
   ADD_TEST ("/store/paging", test_paging);
   ADD_TEST ("/store/conversation-order", test_conversation_order);

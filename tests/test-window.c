@@ -2245,6 +2245,7 @@ test_drafts (Fixture       *fixture,
   gint64 first;
   gint64 second;
   gint64 third;
+  gint64 fourth;
 
   first = write_two_conversations (fixture);
   second = kaged_window_get_session_id (fixture->window);
@@ -2287,6 +2288,66 @@ test_drafts (Fixture       *fixture,
   g_signal_emit_by_name (sessions, "activate", 0);
   g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, third);
   assert_composer_reads (fixture, "");
+
+  /* Unsent text outlives the window, and Kaged: it is kept in the
+   * database, as typed last. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  type_in_composer (fixture, "An idea for later");
+  g_signal_emit_by_name (sessions, "activate", 1);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+  type_in_composer (fixture, " and more");
+  assert_composer_reads (fixture, "Draft for Two and more");
+
+  gtk_window_destroy (GTK_WINDOW (fixture->window));
+  g_assert_null (fixture->window);
+  {
+    g_autoptr(GError) error = NULL;
+    g_autofree char *kept = NULL;
+
+    g_assert_true (kaged_store_get_draft (fixture->store, second, &kept, &error));
+    g_assert_no_error (error);
+    g_assert_cmpstr (kept, ==, "Draft for Two and more");
+  }
+
+  fixture->window = kaged_window_new (fixture->application);
+  g_object_add_weak_pointer (G_OBJECT (fixture->window), (gpointer *)&fixture->window);
+  kaged_window_set_core (fixture->window, fixture->core);
+  gtk_window_set_default_size (GTK_WINDOW (fixture->window), 1000, 700);
+  gtk_window_present (GTK_WINDOW (fixture->window));
+  fixture->composer = child (fixture, "composer");
+  sessions = child (fixture, "session_view");
+  buffer = composer_buffer (fixture);
+
+  /* It opens on the newest conversation, with nothing written there. */
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, third);
+  assert_composer_reads (fixture, "");
+  g_signal_emit_by_name (sessions, "activate", 1);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+  assert_composer_reads (fixture, "Draft for Two and more");
+  g_assert_false (gtk_text_buffer_get_can_undo (buffer));
+  g_signal_emit_by_name (sessions, "activate", 2);
+  assert_composer_reads (fixture, "Draft for One");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  assert_composer_reads (fixture, "An idea for later");
+
+  /* Sent, it is no longer a draft anywhere. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->composer), "composer.send", NULL));
+  g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
+  fourth = kaged_window_get_session_id (fixture->window);
+  g_assert_cmpint (fourth, >, third);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
+  assert_composer_reads (fixture, "");
+  gtk_window_destroy (GTK_WINDOW (fixture->window));
+  {
+    g_autoptr(GError) error = NULL;
+    g_autofree char *kept_new = NULL;
+    g_autofree char *kept_sent = NULL;
+
+    g_assert_true (kaged_store_get_draft (fixture->store, 0, &kept_new, &error));
+    g_assert_null (kept_new);
+    g_assert_true (kaged_store_get_draft (fixture->store, fourth, &kept_sent, &error));
+    g_assert_null (kept_sent);
+  }
 }
 
 /* Rename… on a conversation not shown: the pointer that opened its menu

@@ -253,3 +253,51 @@ _kaged_run_state_choose_profile (KagedRunState  *state,
 
   return TRUE;
 }
+
+/**
+ * kaged_session_manager_get_draft:
+ * @session_id: a conversation, or 0 for one not started yet
+ * @text: (out) (transfer full) (nullable): what was written there and not
+ *   sent, or %NULL
+ */
+gboolean
+kaged_session_manager_get_draft (KagedSessionManager  *self,
+                                 gint64                session_id,
+                                 char                **text,
+                                 GError              **error)
+{
+  GError *store_error = NULL;
+
+  g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), FALSE);
+
+  if (!kaged_store_get_draft (self->store, session_id, text, &store_error))
+    return _kaged_session_manager_propagate_store_error (error, store_error);
+
+  return TRUE;
+}
+
+/**
+ * kaged_session_manager_set_draft:
+ * @session_id: a conversation, or 0 for one not started yet
+ * @text: (nullable): what was written there and not sent; %NULL or empty
+ *   for nothing
+ *
+ * Keeps @text for the next time the conversation is shown, also after
+ * Kaged restarts.
+ */
+gboolean
+kaged_session_manager_set_draft (KagedSessionManager  *self,
+                                 gint64                session_id,
+                                 const char           *text,
+                                 GError              **error)
+{
+  GError *store_error = NULL;
+
+  g_return_val_if_fail (KAGED_IS_SESSION_MANAGER (self), FALSE);
+  g_return_val_if_fail (session_id >= 0, FALSE);
+
+  if (!kaged_store_set_draft (self->store, session_id, text, &store_error))
+    return _kaged_session_manager_propagate_store_error (error, store_error);
+
+  return TRUE;
+}

@@ -152,6 +152,14 @@ void                 kaged_session_manager_set_profile_lookup   (KagedSessionMan
                                                                  KagedProfileLookupFunc  lookup,
                                                                  gpointer                user_data,
                                                                  GDestroyNotify          destroy);
+gboolean             kaged_session_manager_get_draft (KagedSessionManager    *self,
+                                                      gint64                  session_id,
+                                                      char                  **text,
+                                                      GError                **error);
+gboolean             kaged_session_manager_set_draft (KagedSessionManager    *self,
+                                                      gint64                  session_id,
+                                                      const char             *text,
+                                                      GError                **error);
 gboolean             kaged_session_manager_get_session_settings (KagedSessionManager    *self,
                                                                  gint64                  session_id,
                                                                  char                  **profile_id,

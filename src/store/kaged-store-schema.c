@@ -189,9 +189,19 @@ static const char schema_v4[] =
 
 /* Version 8: what one run superseded is found without a walk through the
  * conversation — an earlier version's later turns, an edited message's
- * earlier text. */
+ * earlier text; and what was written in a conversation and not sent is
+ * kept (see kaged-store-drafts.c). */
 static const char schema_v8[] =
-  "CREATE INDEX message_supersessions_by_run ON message_supersessions (run_id);\n";
+  "CREATE INDEX message_supersessions_by_run ON message_supersessions (run_id);\n"
+  "CREATE TABLE drafts (\n"
+  "  session_id INTEGER PRIMARY KEY,\n"
+  "  content    TEXT NOT NULL,\n"
+  "  updated_at INTEGER NOT NULL\n"
+  ");\n"
+  "CREATE TRIGGER drafts_go_with_session AFTER DELETE ON sessions\n"
+  "BEGIN\n"
+  "  DELETE FROM drafts WHERE session_id = OLD.id;\n"
+  "END;\n";
 G_STATIC_ASSERT (KAGED_STORE_SCHEMA_VERSION == 8);
 
 gboolean

@@ -157,6 +157,16 @@ const char * const _kaged_store_stmt_sql[N_STMTS] = {
     "WHERE r.anchor_id = ?2 AND s.run_id = r.id AND s.message_id < ?2 AND "
     "m.id = s.message_id AND m.session_id = ?1 AND m.role = 'operator' "
     "ORDER BY s.message_id LIMIT 1",
+  [STMT_DRAFT_GET] =
+    "SELECT content FROM drafts WHERE session_id = ?1",
+  /* Session 0 is a conversation not started yet. */
+  [STMT_DRAFT_SET] =
+    "INSERT INTO drafts (session_id, content, updated_at) "
+    "SELECT ?1, ?2, ?3 WHERE ?1 = 0 OR EXISTS (SELECT 1 FROM sessions WHERE id = ?1) "
+    "ON CONFLICT (session_id) DO UPDATE SET content = excluded.content, "
+    "updated_at = excluded.updated_at",
+  [STMT_DRAFT_DELETE] =
+    "DELETE FROM drafts WHERE session_id = ?1",
   [STMT_MESSAGE_COMPACT] =
     "INSERT INTO message_compactions (message_id, summary_id) VALUES (?1, ?2) "
     "ON CONFLICT (message_id) DO UPDATE SET summary_id = excluded.summary_id",

@@ -238,6 +238,14 @@ GPtrArray            *kaged_store_list_superseded_with (KagedStore              
                                                         guint                       limit,
                                                         guint                      *n_messages,
                                                         GError                    **error);
+gboolean              kaged_store_get_draft            (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        char                      **text,
+                                                        GError                    **error);
+gboolean              kaged_store_set_draft            (KagedStore                 *self,
+                                                        gint64                      session_id,
+                                                        const char                 *text,
+                                                        GError                    **error);
 GPtrArray            *kaged_store_list_edits           (KagedStore                 *self,
                                                         gint64                      message_id,
                                                         GError                    **error);

@@ -45,6 +45,7 @@ enum {
 enum {
   SEND,
   STOP,
+  CHANGED,
   N_SIGNALS
 };
 
@@ -95,6 +96,7 @@ static void
 buffer_changed_cb (KagedComposer *self)
 {
   update_state (self);
+  g_signal_emit (self, signals [CHANGED], 0);
 }
 
 static gboolean
@@ -266,6 +268,13 @@ kaged_composer_class_init (KagedComposerClass *klass)
 
   signals [STOP] =
     g_signal_new ("stop",
+                  G_TYPE_FROM_CLASS (klass),
+                  G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL,
+                  G_TYPE_NONE, 0);
+
+  signals [CHANGED] =
+    g_signal_new ("changed",
                   G_TYPE_FROM_CLASS (klass),
                   G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL,

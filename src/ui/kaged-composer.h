@@ -22,6 +22,7 @@ G_DECLARE_FINAL_TYPE (KagedComposer, kaged_composer, KAGED, COMPOSER, GtkWidget)
  *   ::send (const char *text) — the text to post; the composer keeps it
  *                               until kaged_composer_clear() is called
  *   ::stop ()                 — the streaming reply should end
+ *   ::changed ()              — the text changed, by typing or otherwise
  */
 GtkWidget  *kaged_composer_new                (void);
 char       *kaged_composer_dup_text           (KagedComposer *self);

@@ -31,7 +31,6 @@ struct _KagedWindow
   GSignalGroup         *session_signals; /* the shown KagedSession */
   GSignalGroup         *retry_signals;   /* the shown session's KagedRetryScheduler */
   GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
-  GHashTable           *drafts;     /* gint64 session id → text written there, not sent */
   gint64                session_id;
   guint                 scroll_source;
   GdkFrameClock        *layout_clock; /* weak; scrolls to the end in its layout phase */
@@ -44,6 +43,7 @@ struct _KagedWindow
   guint                 jump_source;
   gint64                found_id;     /* the message a search result opened at, marked a moment */
   guint                 found_source;
+  guint                 draft_source;  /* keeps the composer's text a moment after typing */
   guint                 follow_end : 1;
   guint                 scrolling : 1;
   guint                 opening : 1;  /* not yet scrolled to the end it opened at */
@@ -54,6 +54,8 @@ struct _KagedWindow
   gulong                after_paint_handler;
   guint                 scroll_at_layout : 1;
   guint                 drafting : 1;
+  guint                 draft_shown : 1;   /* the composer holds the shown conversation's draft */
+  guint                 loading_draft : 1;
   guint                 starting : 1;   /* the new conversation's first message starts it */
   guint                 search_from_list : 1;  /* the search started in the list, not a conversation */
   guint                 search_noted : 1;      /* Ctrl+F noted where, before opening it */

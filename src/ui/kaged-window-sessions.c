@@ -27,9 +27,6 @@ delete_for_real (KagedWindow *self,
   if (!g_hash_table_remove (self->deleting, &session_id) || self->session_list == NULL)
     return;
 
-  /* Its unsent text, kept for Undo, goes with it. */
-  g_hash_table_remove (self->drafts, &session_id);
-
   /* Its retry must not start a run in a conversation that is going. */
   if (self->core != NULL)
     scheduler = kaged_core_lookup_retry (self->core, session_id);

@@ -301,29 +301,76 @@ set_conversation (KagedWindow *self,
 }
 
 /* Each conversation keeps what was written in it and not sent: moving to
- * another must not carry the text there, where Enter would send it. The
- * text of a new conversation goes with it when its first message starts
- * it. */
+ * another must not carry the text there, where Enter would send it. It is
+ * kept in the database, a moment after typing stops and whenever the
+ * window leaves the conversation, so that neither quitting nor a crash
+ * loses it. The text of a new conversation (session 0 until it starts)
+ * goes with it when its first message starts it. */
+
+#define DRAFT_SAVE_DELAY_MS 1000
+
+/* Keeps what the composer holds as the shown conversation's draft. */
+static void
+save_draft (KagedWindow *self)
+{
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = NULL;
+
+  g_clear_handle_id (&self->draft_source, g_source_remove);
+  if (!self->draft_shown || manager == NULL)
+    return;
+
+  text = kaged_composer_dup_text (self->composer);
+  /* A conversation deleted meanwhile (through the HTTP API) took its
+   * draft with it. */
+  if (!kaged_session_manager_set_draft (manager, MAX (self->session_id, 0), text, &error) &&
+      !g_error_matches (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND))
+    g_warning ("Cannot keep what was written in conversation %" G_GINT64_FORMAT ": %s",
+               self->session_id, error->message);
+}
+
+static gboolean
+save_draft_cb (gpointer user_data)
+{
+  KagedWindow *self = user_data;
+
+  self->draft_source = 0;
+  save_draft (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+static void
+composer_changed_cb (KagedWindow *self)
+{
+  if (self->loading_draft || !self->draft_shown)
+    return;
+
+  g_clear_handle_id (&self->draft_source, g_source_remove);
+  self->draft_source = g_timeout_add (DRAFT_SAVE_DELAY_MS, save_draft_cb, self);
+}
+
 static void
 switch_draft (KagedWindow *self,
               gint64       session_id)
 {
-  g_autofree char *text = NULL;
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  g_autoptr(GError) error = NULL;
   g_autofree char *draft = NULL;
-  g_autofree gint64 *key = NULL;
 
   if (self->starting)
     return;
 
-  text = kaged_composer_dup_text (self->composer);
-  if (text[0] != '\0')
-    g_hash_table_replace (self->drafts, g_memdup2 (&self->session_id, sizeof self->session_id),
-                          g_steal_pointer (&text));
-  else
-    g_hash_table_remove (self->drafts, &self->session_id);
+  save_draft (self);
 
-  g_hash_table_steal_extended (self->drafts, &session_id, (gpointer *)&key, (gpointer *)&draft);
+  if (manager != NULL && !kaged_session_manager_get_draft (manager, session_id, &draft, &error))
+    g_warning ("Cannot read what was written in conversation %" G_GINT64_FORMAT ": %s",
+               session_id, error->message);
+  self->loading_draft = TRUE;
   kaged_composer_set_draft (self->composer, draft);
+  self->loading_draft = FALSE;
+  self->draft_shown = manager != NULL;
 }
 
 /**
@@ -344,7 +391,7 @@ kaged_window_show_session (KagedWindow *self,
   g_return_if_fail (KAGED_IS_WINDOW (self));
 
   session_id = MAX (session_id, 0);
-  if (session_id != self->session_id)
+  if (session_id != self->session_id || !self->draft_shown)
     switch_draft (self, session_id);
   self->session_id = session_id;
 
@@ -652,6 +699,13 @@ composer_send_cb (KagedWindow   *self,
           kaged_window_toast (self, error->message);
           return;
         }
+      /* The text is the new conversation's now. */
+      g_clear_handle_id (&self->draft_source, g_source_remove);
+      if (!kaged_session_manager_set_draft (manager, 0, NULL, &error))
+        {
+          g_warning ("Cannot clear what was written for a new conversation: %s", error->message);
+          g_clear_error (&error);
+        }
     }
 
   receipt = kaged_window_post (self, self->session_id, text, &error);
@@ -912,6 +966,7 @@ kaged_window_close_request (GtkWindow *window)
   KagedWindow *self = KAGED_WINDOW (window);
 
   kaged_window_save_state (self);
+  save_draft (self);
   kaged_window_finish_deletes (self);
 
   return GTK_WINDOW_CLASS (kaged_window_parent_class)->close_request (window);
@@ -925,6 +980,8 @@ kaged_window_disconnect_core (KagedWindow *self)
   if (self->core == NULL)
     return;
 
+  save_draft (self);
+  self->draft_shown = FALSE;
   kaged_window_finish_deletes (self);
   if (manager != NULL)
     g_signal_handlers_disconnect_by_data (manager, self);
@@ -946,6 +1003,7 @@ kaged_window_dispose (GObject *object)
   kaged_window_disconnect_core (self);
   kaged_window_messages_dispose (self);
   kaged_window_search_dispose (self);
+  g_clear_handle_id (&self->draft_source, g_source_remove);
   g_clear_handle_id (&self->scroll_source, g_source_remove);
   if (self->layout_clock != NULL)
     g_clear_signal_handler (&self->layout_handler, self->layout_clock);
@@ -1022,7 +1080,6 @@ kaged_window_finalize (GObject *object)
   g_clear_object (&self->settings);
   g_clear_object (&self->session_selection);
   g_clear_pointer (&self->deleting, g_hash_table_unref);
-  g_clear_pointer (&self->drafts, g_hash_table_unref);
 
   G_OBJECT_CLASS (kaged_window_parent_class)->finalize (object);
 }
@@ -1069,6 +1126,7 @@ kaged_window_class_init (KagedWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedWindow, composer);
   gtk_widget_class_bind_template_callback (widget_class, composer_send_cb);
   gtk_widget_class_bind_template_callback (widget_class, composer_stop_cb);
+  gtk_widget_class_bind_template_callback (widget_class, composer_changed_cb);
 
   gtk_widget_class_install_action (widget_class, "win.new-conversation", NULL,
                                    new_conversation_action);
@@ -1189,7 +1247,6 @@ kaged_window_init (KagedWindow *self)
 #endif
 
   self->deleting = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
-  self->drafts = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, g_free);
   self->follow_end = TRUE;
 
   /* Messages and a reply's details are selectable text: the focus that

@@ -446,6 +446,35 @@ test_streaming_matches_whole (void)
 /* Headings go down, to the sixth level at most; what only looks like one
  * (no space after the marks, seven marks, in code, indented four) stays,
  * and so do headings inside block quotes. */
+/* A search result's words read as text: the Markdown that marks them up
+ * is left out, the words it marks and a match's marks (\1, \2) stay. */
+static void
+test_plain (void)
+{
+  static const struct {
+    const char *text;
+    const char *plain;
+  } cases[] = {
+    { "## Heading\n\nSome **bold** and `code`.", "Heading\n\nSome bold and code." },
+    { "A [link](https://example.org/a_(b)) and ![a cat](cat.png).", "A link and a cat." },
+    { "- one\n* two\n+ three\n12. four\n> quoted", "one\ntwo\nthree\nfour\nquoted" },
+    { "```c\nint x = 2 * 3;\n```\nsnake_case stays, 2 * 3 too", "int x = 2 * 3;\nsnake_case stays, 2 * 3 too" },
+    { "a \001**bold**\002 and _it_ and __u__", "a \001bold\002 and it and u" },
+    { "**\001bold\002** word", "\001bold\002 word" },
+    { "…cut [in the middle](http", "…cut in the middle" },
+    { "an [unclosed bracket and a ) stay", "an [unclosed bracket and a ) stay" },
+    { "#hashtag, # heading", "#hashtag, # heading" },
+    { "", "" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *plain = kaged_markdown_plain (cases[i].text);
+
+      g_assert_cmpstr (plain, ==, cases[i].plain);
+    }
+}
+
 static void
 test_demote_headings (void)
 {
@@ -494,6 +523,7 @@ main (int   argc,
   g_test_add_func ("/markdown/invalid-utf8", test_invalid_utf8);
   g_test_add_func ("/markdown/rule", test_rule);
   g_test_add_func ("/markdown/demote-headings", test_demote_headings);
+  g_test_add_func ("/markdown/plain", test_plain);
   g_test_add_func ("/markdown/streaming/append-reparses-tail", test_append_reparses_tail);
   g_test_add_func ("/markdown/streaming/fence-stays-open", test_fence_stays_open);
   g_test_add_func ("/markdown/streaming/loose-list-stays-open", test_loose_list_stays_open);

@@ -2682,6 +2682,32 @@ test_search (Fixture       *fixture,
   g_signal_emit_by_name (entry, "activate");
   g_assert_true (wait_for (fixture, jump_hidden, NULL));
 
+  /* A result reads as text, not as the Markdown it was written in; a
+   * summary Kaged wrote of earlier messages says so. */
+  {
+    g_autoptr(KagedMessage) summary = kaged_message_new ();
+    g_autoptr(GError) error = NULL;
+    GtkWidget *snippet;
+    const char *markup;
+
+    kaged_message_set_session_id (summary, kaged_message_get_session_id (shown_message (fixture, 0)));
+    kaged_message_set_role (summary, KAGED_MESSAGE_ROLE_SUMMARY);
+    kaged_message_set_content (summary, "## Rayleigh\n\n**Rayleigh** scattering, see "
+                                        "[the article](https://example.org/wiki_(physics)) and `code`");
+    g_assert_true (kaged_store_append_message (fixture->store, summary, &error));
+    g_assert_no_error (error);
+
+    gtk_editable_set_text (entry, "rayleigh");
+    g_assert_true (wait_for (fixture, results_show, "scattering, see the article and"));
+    g_assert_true (results_show (fixture, "Bread <recipes> & more \u00b7 Summary"));
+    snippet = gtk_widget_get_last_child (gtk_widget_get_first_child (gtk_widget_get_first_child (results)));
+    markup = gtk_label_get_label (GTK_LABEL (snippet));
+    g_assert_null (strstr (markup, "**"));
+    g_assert_null (strstr (markup, "##"));
+    g_assert_null (strstr (markup, "example.org"));
+    g_assert_nonnull (strstr (markup, "<b>Rayleigh</b> <b>Rayleigh</b> scattering"));
+  }
+
   /* Markup in a title is shown as text. */
   gtk_editable_set_text (entry, "recipes");
   g_assert_true (wait_for (fixture, results_show, "<recipes>"));

@@ -1212,3 +1212,207 @@ kaged_markdown_get_blocks_built (KagedMarkdown *self)
 
   return self->blocks_built;
 }
+
+/* --- plain text ------------------------------------------------------------ */
+
+/* A search's marks around a match (see kaged_store_search()) are passed
+ * through and read as part of the word they mark. */
+static gboolean
+is_mark (char c)
+{
+  return c == '\001' || c == '\002';
+}
+
+/* Whether @c ends a word: nothing, a space or punctuation. */
+static gboolean
+is_blank (char c)
+{
+  return c == '\0' || g_ascii_isspace (c) || (g_ascii_ispunct (c) && c != '*' && c != '_');
+}
+
+/* The character before @p, marks skipped, or '\0' at @start. */
+static char
+char_before (const char *start,
+             const char *p)
+{
+  while (p > start && is_mark (p[-1]))
+    p--;
+
+  return p > start ? p[-1] : '\0';
+}
+
+static char
+char_after (const char *p)
+{
+  while (is_mark (*p))
+    p++;
+
+  return *p;
+}
+
+/* Skips what marks a line as a heading, quote, list item or fence; returns
+ * where its words start, or %NULL for a fence line, which has none. */
+static const char *
+skip_line_marks (const char *p)
+{
+  for (guint i = 0; i < 3 && *p == ' '; i++)
+    p++;
+
+  if (g_str_has_prefix (p, "```") || g_str_has_prefix (p, "~~~"))
+    return NULL;
+
+  for (;;)
+    {
+      const char *q = p;
+
+      if (*q == '#')
+        {
+          guint n = 0;
+
+          while (*q == '#' && n < 7)
+            q++, n++;
+          if (n <= 6 && (*q == ' ' || *q == '\n' || *q == '\0'))
+            return *q == ' ' ? q + 1 : q;
+          return p;
+        }
+      if (*q == '>')
+        {
+          p = q[1] == ' ' ? q + 2 : q + 1;
+          continue;
+        }
+      if ((*q == '-' || *q == '*' || *q == '+') && q[1] == ' ')
+        return q + 2;
+      if (g_ascii_isdigit (*q))
+        {
+          guint n = 0;
+
+          while (g_ascii_isdigit (*q) && n < 10)
+            q++, n++;
+          if (n < 10 && (*q == '.' || *q == ')') && q[1] == ' ')
+            return q + 2;
+        }
+      return p;
+    }
+}
+
+/* Whether the '[' at @p opens a link: "](" follows on its line. */
+static gboolean
+opens_link (const char *p)
+{
+  for (p++; *p != '\0' && *p != '\n' && *p != '['; p++)
+    if (p[0] == ']' && p[1] == '(')
+      return TRUE;
+
+  return FALSE;
+}
+
+/**
+ * kaged_markdown_plain:
+ * @text: Markdown, or a piece of it such as a search result's snippet
+ *
+ * Leaves out what marks Markdown up — headings' "#", quotes' ">", list
+ * markers, fence lines, emphasis, backticks, the targets of links and
+ * images — and keeps the words, lines and a search's marks (\1, \2). A
+ * "*" or "_" that is not at the edge of a word stays, as in "2 * 3" or
+ * "snake_case".
+ *
+ * Returns: (transfer full): the text as it reads
+ */
+char *
+kaged_markdown_plain (const char *text)
+{
+  GString *plain;
+  const char *p;
+  gboolean line_start = TRUE;
+
+  g_return_val_if_fail (text != NULL, NULL);
+
+  plain = g_string_sized_new (strlen (text));
+  p = text;
+
+  while (*p != '\0')
+    {
+      if (line_start)
+        {
+          const char *words = skip_line_marks (p);
+
+          line_start = FALSE;
+          if (words == NULL)
+            {
+              /* A fence line: left out with its end. */
+              p += strcspn (p, "\n");
+              if (*p == '\n')
+                p++;
+              line_start = TRUE;
+              continue;
+            }
+          p = words;
+          continue;
+        }
+
+      if (*p == '\n')
+        {
+          g_string_append_c (plain, '\n');
+          p++;
+          line_start = TRUE;
+          continue;
+        }
+
+      if (*p == '`')
+        {
+          p++;
+          continue;
+        }
+
+      if (*p == '*' || *p == '_')
+        {
+          const char *end = p;
+          char before, after;
+
+          while (*end == *p)
+            end++;
+          before = char_before (text, p);
+          after = char_after (end);
+          /* Emphasis opens before a word or closes after one. */
+          if (is_blank (before) != is_blank (after))
+            {
+              p = end;
+              continue;
+            }
+          g_string_append_len (plain, p, end - p);
+          p = end;
+          continue;
+        }
+
+      if ((*p == '[' && opens_link (p)) || (p[0] == '!' && p[1] == '[' && opens_link (p + 1)))
+        {
+          p += *p == '!' ? 2 : 1;
+          continue;
+        }
+
+      if (p[0] == ']' && p[1] == '(')
+        {
+          guint depth = 0;
+
+          /* The target, with any parentheses inside it. */
+          for (p += 2; *p != '\0' && *p != '\n'; p++)
+            {
+              if (*p == '(')
+                depth++;
+              else if (*p == ')' && depth > 0)
+                depth--;
+              else if (*p == ')')
+                {
+                  p++;
+                  break;
+                }
+            }
+          continue;
+        }
+
+      g_string_append_c (plain, *p);
+      p++;
+    }
+
+  return g_string_free (plain, FALSE);
+}

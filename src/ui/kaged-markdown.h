@@ -98,5 +98,6 @@ gboolean                  kaged_markdown_uri_is_safe      (const char    *uri);
 char                     *kaged_markdown_close_fence      (const char    *text);
 char                     *kaged_markdown_demote_headings  (const char    *text,
                                                            guint          levels);
+char                     *kaged_markdown_plain            (const char    *text);
 
 G_END_DECLS

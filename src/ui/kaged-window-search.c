@@ -9,6 +9,7 @@
 
 #include <glib/gi18n.h>
 
+#include "kaged-markdown.h"
 #include "kaged-store-search.h"
 #include "kaged-window-private.h"
 
@@ -20,11 +21,32 @@
 
 #define MAX_RESULTS 50
 
+static const char *
+describe_author (KagedMessageRole role)
+{
+  switch (role)
+    {
+    case KAGED_MESSAGE_ROLE_OPERATOR:
+      return _("You");
+    case KAGED_MESSAGE_ROLE_SUMMARY:
+      /* Translators: a search result found in the summary Kaged wrote of
+       * earlier messages, to fit a long conversation in a model */
+      return C_("search result", "Summary");
+    case KAGED_MESSAGE_ROLE_AGENT:
+    default:
+      return _("Assistant");
+    }
+}
+
 static GtkWidget *
 result_row_new (KagedWindow               *self,
                 const KagedStoreSearchHit *hit)
 {
-  g_autofree char *markup = kaged_store_search_markup (hit->text);
+  /* Replies and summaries are Markdown; what the operator wrote reads as
+   * they wrote it, as in its bubble. */
+  g_autofree char *plain = hit->message_id > 0 && hit->role != KAGED_MESSAGE_ROLE_OPERATOR
+                           ? kaged_markdown_plain (hit->text) : NULL;
+  g_autofree char *markup = kaged_store_search_markup (plain != NULL ? plain : hit->text);
   GtkWidget *row = gtk_list_box_row_new ();
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
   GtkWidget *label = gtk_label_new (NULL);
@@ -57,8 +79,7 @@ result_row_new (KagedWindow               *self,
         title = _("New Conversation");
       /* Translators: where a search result was found: a conversation's
        * title, and who wrote the message, e.g. "Baking at home · Assistant" */
-      where = g_strdup_printf (C_("search result", "%s · %s"), title,
-                               hit->role == KAGED_MESSAGE_ROLE_OPERATOR ? _("You") : _("Assistant"));
+      where = g_strdup_printf (C_("search result", "%s · %s"), title, describe_author (hit->role));
       caption = gtk_label_new (where);
 
       gtk_label_set_xalign (GTK_LABEL (caption), 0);

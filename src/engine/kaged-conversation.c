@@ -706,6 +706,20 @@ is_empty (KagedMessage *message)
   return content == NULL || content[0] == '\0';
 }
 
+/* @messages as the conversation's objects: each one it holds is the same
+ * object as its list's. */
+static GPtrArray *
+adopt_all (KagedConversation *self,
+           GPtrArray         *messages)
+{
+  GPtrArray *objects = g_ptr_array_new_full (messages->len, g_object_unref);
+
+  for (guint i = 0; i < messages->len; i++)
+    g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (g_ptr_array_index (messages, i)))));
+
+  return objects;
+}
+
 /* Whether turns followed @message before it left the conversation. */
 static gboolean
 was_followed (KagedConversation *self,
@@ -794,8 +808,7 @@ kaged_conversation_list_edits (KagedConversation  *self,
                                GError            **error)
 {
   g_autoptr(GPtrArray) edits = NULL;
-  g_autoptr(KagedMessage) message = NULL;
-  GPtrArray *objects;
+  KagedMessage *message;
 
   g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
 
@@ -806,13 +819,9 @@ kaged_conversation_list_edits (KagedConversation  *self,
                                                            error);
   if (message == NULL)
     return NULL;
+  g_ptr_array_add (edits, message);
 
-  objects = g_ptr_array_new_full (edits->len + 1, g_object_unref);
-  for (guint i = 0; i < edits->len; i++)
-    g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (g_ptr_array_index (edits, i)))));
-  g_ptr_array_add (objects, g_object_ref (adopt (self, g_steal_pointer (&message))));
-
-  return objects;
+  return adopt_all (self, edits);
 }
 
 /**
@@ -837,7 +846,6 @@ kaged_conversation_list_superseded_with (KagedConversation  *self,
                                          GError            **error)
 {
   g_autoptr(GPtrArray) later = NULL;
-  GPtrArray *objects;
 
   g_return_val_if_fail (KAGED_IS_CONVERSATION (self), NULL);
 
@@ -846,11 +854,7 @@ kaged_conversation_list_superseded_with (KagedConversation  *self,
   if (later == NULL)
     return NULL;
 
-  objects = g_ptr_array_new_full (later->len, g_object_unref);
-  for (guint i = 0; i < later->len; i++)
-    g_ptr_array_add (objects, g_object_ref (adopt (self, g_object_ref (g_ptr_array_index (later, i)))));
-
-  return objects;
+  return adopt_all (self, later);
 }
 
 /**

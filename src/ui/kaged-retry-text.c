@@ -47,19 +47,26 @@ kaged_retry_format_duration (gint64 seconds)
   return g_strdup_printf (_("%d s"), s);
 }
 
-/* The time of day of @when on the desktop's clock, and how many days from
- * @now's day it falls; for a day other than today or tomorrow, @day names
- * it: the weekday within a week, else the date. */
+/* The time of day of @when_ms, local, on the desktop's clock, and how
+ * many days from @now_ms's day it falls; for a day other than today or
+ * tomorrow, @day names it: the weekday within a week, else the date.
+ * %NULL for a time that cannot be told. */
 static char *
-format_moment (GDateTime  *when,
-               GDateTime  *now,
-               gboolean    use_12h,
-               int        *days,
-               char      **day)
+format_moment (gint64     when_ms,
+               gint64     now_ms,
+               gboolean   use_12h,
+               int       *days,
+               char     **day)
 {
+  g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (when_ms / 1000);
+  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
   GDate when_date;
   GDate now_date;
   char *time;
+
+  *day = NULL;
+  if (when == NULL || now == NULL)
+    return NULL;
 
   if (use_12h)
     /* Translators: the time of day on a 12-hour clock, see g_date_time_format()
@@ -78,7 +85,6 @@ format_moment (GDateTime  *when,
                   g_date_time_get_month (now), g_date_time_get_year (now));
   *days = g_date_days_between (&now_date, &when_date);
 
-  *day = NULL;
   if (*days > 1 && *days < 7)
     /* Translators: the weekday of a retry within a week, see g_date_time_format()
      * xgettext:no-c-format */
@@ -105,16 +111,13 @@ kaged_retry_format_retry_after (gint64   when_ms,
                                 gint64   now_ms,
                                 gboolean use_12h)
 {
-  g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (when_ms / 1000);
-  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
   g_autofree char *time = NULL;
   g_autofree char *day = NULL;
-  int days;
+  int days = 0;
 
-  if (when == NULL || now == NULL)
+  time = format_moment (when_ms, now_ms, use_12h, &days, &day);
+  if (time == NULL)
     return NULL;
-
-  time = format_moment (when, now, use_12h, &days, &day);
 
   if (days == 0)
     /* Translators: shown while a retry waits for a time today, e.g. "Retry after 14:32" */
@@ -145,16 +148,13 @@ kaged_retry_format_until (gint64   when_ms,
                           gint64   now_ms,
                           gboolean use_12h)
 {
-  g_autoptr(GDateTime) when = g_date_time_new_from_unix_local (when_ms / 1000);
-  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
   g_autofree char *time = NULL;
   g_autofree char *day = NULL;
-  int days;
+  int days = 0;
 
-  if (when == NULL || now == NULL)
+  time = format_moment (when_ms, now_ms, use_12h, &days, &day);
+  if (time == NULL)
     return NULL;
-
-  time = format_moment (when, now, use_12h, &days, &day);
 
   if (days == 0)
     return g_steal_pointer (&time);

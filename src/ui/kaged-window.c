@@ -330,6 +330,22 @@ save_draft (KagedWindow *self)
                self->session_id, error->message);
 }
 
+/* Forgets the draft of @session_id, sent or gone elsewhere. */
+static void
+clear_draft (KagedWindow *self,
+             gint64       session_id)
+{
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  g_autoptr(GError) error = NULL;
+
+  if (session_id == self->session_id)
+    g_clear_handle_id (&self->draft_source, g_source_remove);
+  if (manager != NULL && !kaged_session_manager_set_draft (manager, MAX (session_id, 0), NULL, &error) &&
+      !g_error_matches (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND))
+    g_warning ("Cannot forget what was written in conversation %" G_GINT64_FORMAT ": %s",
+               session_id, error->message);
+}
+
 static gboolean
 save_draft_cb (gpointer user_data)
 {
@@ -364,13 +380,17 @@ switch_draft (KagedWindow *self,
 
   save_draft (self);
 
+  self->draft_shown = manager != NULL;
   if (manager != NULL && !kaged_session_manager_get_draft (manager, session_id, &draft, &error))
-    g_warning ("Cannot read what was written in conversation %" G_GINT64_FORMAT ": %s",
-               session_id, error->message);
+    {
+      /* What is kept stays kept: an empty composer does not replace it. */
+      g_warning ("Cannot read what was written in conversation %" G_GINT64_FORMAT ": %s",
+                 session_id, error->message);
+      self->draft_shown = FALSE;
+    }
   self->loading_draft = TRUE;
   kaged_composer_set_draft (self->composer, draft);
   self->loading_draft = FALSE;
-  self->draft_shown = manager != NULL;
 }
 
 /**
@@ -699,13 +719,10 @@ composer_send_cb (KagedWindow   *self,
           kaged_window_toast (self, error->message);
           return;
         }
-      /* The text is the new conversation's now. */
-      g_clear_handle_id (&self->draft_source, g_source_remove);
-      if (!kaged_session_manager_set_draft (manager, 0, NULL, &error))
-        {
-          g_warning ("Cannot clear what was written for a new conversation: %s", error->message);
-          g_clear_error (&error);
-        }
+      /* The text is the new conversation's now: kept there, until it is
+       * sent, instead of as the text of a conversation not started. */
+      save_draft (self);
+      clear_draft (self, 0);
     }
 
   receipt = kaged_window_post (self, self->session_id, text, &error);
@@ -716,7 +733,11 @@ composer_send_cb (KagedWindow   *self,
       return;
     }
 
+  /* Sent: no longer a draft, at once, lest a crash bring it back. */
+  clear_draft (self, self->session_id);
+  self->loading_draft = TRUE;
   kaged_composer_clear (composer);
+  self->loading_draft = FALSE;
   self->follow_end = TRUE;
   kaged_window_update_jump (self);
   kaged_window_follow_end (self);

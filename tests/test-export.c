@@ -6,9 +6,11 @@
 #include "config.h"
 
 #include <glib/gstdio.h>
+#include <string.h>
 
 #include "kaged-export.h"
 #include "kaged-message.h"
+#include "kaged-retry-text.h"
 
 static KagedMessage *
 add_message (GListStore         *store,
@@ -162,6 +164,30 @@ test_write (void)
   g_rmdir (dir);
 }
 
+/* A time a failure names is written with its date: the file is read
+ * later, when "tomorrow" would be wrong. */
+static void
+test_dated (void)
+{
+  g_autoptr(GListStore) store = g_list_store_new (KAGED_TYPE_MESSAGE);
+  gint64 until_ms = g_get_real_time () / 1000 + 3600 * 1000;
+  g_autofree char *markdown = NULL;
+  g_autofree char *reason = NULL;
+  g_autofree char *note = NULL;
+  KagedMessage *message;
+
+  add_message (store, KAGED_MESSAGE_ROLE_OPERATOR, "Hello", KAGED_MESSAGE_STATUS_NONE);
+  message = add_message (store, KAGED_MESSAGE_ROLE_AGENT, "", KAGED_MESSAGE_STATUS_FAILED);
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_QUOTA_SCHEDULED);
+  kaged_message_set_retry_after_until (message, until_ms);
+
+  markdown = kaged_export_to_markdown (G_LIST_MODEL (store), "Quota");
+  reason = kaged_retry_describe_quota_until (until_ms, 0, kaged_retry_desktop_uses_12h ());
+  note = g_strdup_printf ("*The reply failed: %s.*\n", reason);
+  g_assert_true (g_str_has_suffix (markdown, note));
+  g_assert_null (strstr (markdown, "tomorrow"));
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -171,6 +197,7 @@ main (int   argc,
   g_test_add_func ("/export/to-markdown", test_to_markdown);
   g_test_add_func ("/export/empty", test_empty);
   g_test_add_func ("/export/write", test_write);
+  g_test_add_func ("/export/dated", test_dated);
 
   return g_test_run ();
 }

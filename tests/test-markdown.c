@@ -463,6 +463,7 @@ test_plain (void)
     { "**\001bold\002** word", "\001bold\002 word" },
     { "…cut [in the middle](http", "…cut in the middle" },
     { "an [unclosed bracket and a ) stay", "an [unclosed bracket and a ) stay" },
+    { "see [docs](https://\001example\002.org) now", "see docs (https://\001example\002.org) now" },
     { "#hashtag, # heading", "#hashtag, # heading" },
     { "", "" },
   };

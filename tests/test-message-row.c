@@ -1016,6 +1016,16 @@ test_row_later_messages (RowFixture    *f,
   kaged_message_row_set_later_messages (f->row, later, later->len);
   iterate ();
   g_assert_nonnull (shown_label (row, "Followed by 4 messages"));
+  /* A group, named as it reads. */
+  {
+    GtkWidget *group = gtk_widget_get_ancestor (shown_label (row, "Followed by 4 messages"),
+                                                KAGED_TYPE_LATER_MESSAGES);
+
+    g_assert_cmpint (gtk_accessible_get_accessible_role (GTK_ACCESSIBLE (group)), ==,
+                     GTK_ACCESSIBLE_ROLE_GROUP);
+    gtk_test_accessible_assert_property (GTK_ACCESSIBLE (group), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                         "Followed by 4 messages");
+  }
   g_assert_null (shown_label (row, "And then?"));
 
   gtk_expander_set_expanded (GTK_EXPANDER (gtk_widget_get_ancestor (shown_label (row, "Followed by 4 messages"),
@@ -1072,15 +1082,21 @@ test_row_quota_until (void)
   gint64 now_ms = g_get_real_time () / 1000;
   gint64 until_ms = now_ms + 50 * 60000;
   g_autofree char *sentence = NULL;
-  g_autofree char *until = NULL;
   g_autofree char *expected = NULL;
+  g_autofree char *dated = NULL;
+  g_autofree char *expected_dated = NULL;
 
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_QUOTA_SCHEDULED);
   kaged_message_set_retry_after_until (message, until_ms);
-  sentence = kaged_message_row_describe_failure (message);
-  until = kaged_retry_format_until (until_ms, now_ms, kaged_retry_desktop_uses_12h ());
-  expected = g_strdup_printf ("Your quota with the provider is used up until %s", until);
+  sentence = kaged_message_row_describe_failure (message, FALSE);
+  expected = kaged_retry_describe_quota_until (until_ms, now_ms, kaged_retry_desktop_uses_12h ());
   g_assert_cmpstr (sentence, ==, expected);
+  g_assert_null (strstr (sentence, ":00 "));
+  /* With its date, for an export. */
+  dated = kaged_message_row_describe_failure (message, TRUE);
+  expected_dated = kaged_retry_describe_quota_until (until_ms, 0, kaged_retry_desktop_uses_12h ());
+  g_assert_cmpstr (dated, ==, expected_dated);
+  g_assert_cmpstr (dated, !=, sentence);
 }
 
 static gboolean

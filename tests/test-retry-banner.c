@@ -213,21 +213,34 @@ test_format (void)
   weekday = kaged_retry_format_retry_after (START_WALL_MS + 3 * 86400000, START_WALL_MS, FALSE);
   g_assert_cmpstr (weekday, ==, "Retry Friday after 13:42");
 
-  /* The same moments as a reply's card says them: "used up until …". */
+  /* The same moments as a reply's card says them, in whole sentences;
+   * with the date, for an exported conversation. */
   {
-    g_autofree char *until_today = kaged_retry_format_until (START_WALL_MS + 50 * 60000,
-                                                             START_WALL_MS, FALSE);
-    g_autofree char *until_12h = kaged_retry_format_until (START_WALL_MS + 50 * 60000,
-                                                           START_WALL_MS, TRUE);
-    g_autofree char *until_tomorrow = kaged_retry_format_until (START_WALL_MS + 11 * 3600000,
-                                                                START_WALL_MS, FALSE);
-    g_autofree char *until_friday = kaged_retry_format_until (START_WALL_MS + 3 * 86400000,
-                                                              START_WALL_MS, FALSE);
+    static const struct {
+      gint64      until_ms;
+      gint64      now_ms;
+      gboolean    use_12h;
+      const char *text;
+    } quota[] = {
+      { START_WALL_MS + 50 * 60000, START_WALL_MS, FALSE,
+        "Your quota with the provider is used up until 14:32" },
+      { START_WALL_MS + 50 * 60000, START_WALL_MS, TRUE,
+        "Your quota with the provider is used up until 2:32 PM" },
+      { START_WALL_MS + 11 * 3600000, START_WALL_MS, FALSE,
+        "Your quota with the provider is used up until tomorrow at 00:42" },
+      { START_WALL_MS + 3 * 86400000, START_WALL_MS, FALSE,
+        "Your quota with the provider is used up until Friday at 13:42" },
+      { START_WALL_MS + 50 * 60000, 0, FALSE,
+        "Your quota with the provider is used up until 03/10/26 at 14:32" },
+    };
 
-    g_assert_cmpstr (until_today, ==, "14:32");
-    g_assert_cmpstr (until_12h, ==, "2:32 PM");
-    g_assert_cmpstr (until_tomorrow, ==, "tomorrow at 00:42");
-    g_assert_cmpstr (until_friday, ==, "Friday at 13:42");
+    for (guint i = 0; i < G_N_ELEMENTS (quota); i++)
+      {
+        g_autofree char *text = kaged_retry_describe_quota_until (quota[i].until_ms, quota[i].now_ms,
+                                                                  quota[i].use_12h);
+
+        g_assert_cmpstr (text, ==, quota[i].text);
+      }
   }
 }
 

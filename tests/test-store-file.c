@@ -106,6 +106,39 @@ test_create_reopen (Fixture       *fixture,
   sqlite3_close (db);
 }
 
+/* What version 8 added works on migrated rows: what one run superseded,
+ * an edited message's earlier texts, drafts that go with their session. */
+static void
+check_migrated_v8 (KagedStore *store)
+{
+  g_autoptr(GPtrArray) later = NULL;
+  g_autoptr(GPtrArray) edits = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *kept = NULL;
+  g_autofree char *gone = NULL;
+  guint n_later = 1;
+
+  /* The fixture's failed reply 4, replaced by run 3: nothing followed it. */
+  later = kaged_store_list_superseded_with (store, 4, 10, &n_later, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (later->len, ==, 0);
+  g_assert_cmpuint (n_later, ==, 0);
+  edits = kaged_store_list_edits (store, 3, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (edits->len, ==, 0);
+
+  g_assert_true (kaged_store_set_draft (store, 1, "Half a question", &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_get_draft (store, 1, &kept, &error));
+  g_assert_cmpstr (kept, ==, "Half a question");
+  g_assert_true (kaged_store_set_draft (store, 2, "Going", &error));
+  g_assert_true (kaged_store_delete_session (store, 2, &error));
+  g_assert_no_error (error);
+  g_assert_true (kaged_store_get_draft (store, 2, &gone, &error));
+  g_assert_null (gone);
+  g_assert_true (kaged_store_set_draft (store, 1, NULL, &error));
+}
+
 /* Checks a database migrated from tests/fixtures/store/schema-v1.sql (and
  * every later fixture, which keeps the same rows). */
 static void
@@ -322,6 +355,7 @@ test_migrations (Fixture       *fixture,
       check_migrated_settings (store);
       if (version >= 3)
         check_migrated_retry (store);
+      check_migrated_v8 (store);
       if (version >= 2)
         {
           /* Replies written after later questions read in conversation

@@ -24,7 +24,7 @@ describe_outcome (KagedMessage *message)
     {
     case KAGED_MESSAGE_STATUS_FAILED:
       {
-        g_autofree char *reason = kaged_message_row_describe_failure (message);
+        g_autofree char *reason = kaged_message_row_describe_failure (message, TRUE);
 
         /* Translators: %s says why, such as "The provider is overloaded" */
         return g_strdup_printf (_("The reply failed: %s."), reason);

@@ -66,7 +66,7 @@ describe_outcome (KagedMessage *message)
     {
     case KAGED_MESSAGE_STATUS_FAILED:
     case KAGED_MESSAGE_STATUS_INTERRUPTED:
-      return kaged_message_row_describe_failure (message);
+      return kaged_message_row_describe_failure (message, FALSE);
     case KAGED_MESSAGE_STATUS_CANCELLED:
       return g_strdup (_("Stopped"));
     case KAGED_MESSAGE_STATUS_STREAMING:
@@ -213,12 +213,14 @@ kaged_later_messages_set_messages (KagedLaterMessages *self,
   gtk_widget_set_visible (GTK_WIDGET (self), n > 0);
   if (n > 0)
     {
-      /* Translators: under an earlier version of a reply; %u is how many
-       * messages came after it before it was regenerated */
+      /* Translators: under an earlier version of a reply, or an earlier
+       * text of an edited message; %u is how many messages came after it
+       * before it was regenerated or edited */
       g_autofree char *label = g_strdup_printf (ngettext ("Followed by %u message",
                                                           "Followed by %u messages", n), n);
 
       gtk_expander_set_label (self->expander, label);
+      gtk_accessible_update_property (GTK_ACCESSIBLE (self), GTK_ACCESSIBLE_PROPERTY_LABEL, label, -1);
     }
 }
 
@@ -270,6 +272,7 @@ kaged_later_messages_class_init (KagedLaterMessagesClass *klass)
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "latermessages");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
 }
 
 static void

@@ -1392,21 +1392,30 @@ kaged_markdown_plain (const char *text)
 
       if (p[0] == ']' && p[1] == '(')
         {
+          const char *target = p + 2;
+          gboolean marked = FALSE;
           guint depth = 0;
 
           /* The target, with any parentheses inside it. */
-          for (p += 2; *p != '\0' && *p != '\n'; p++)
+          for (p = target; *p != '\0' && *p != '\n'; p++)
             {
+              marked |= is_mark (*p);
               if (*p == '(')
                 depth++;
               else if (*p == ')' && depth > 0)
                 depth--;
               else if (*p == ')')
-                {
-                  p++;
-                  break;
-                }
+                break;
             }
+          /* A search found its words there: they stay, to be seen. */
+          if (marked)
+            {
+              g_string_append (plain, " (");
+              g_string_append_len (plain, target, p - target);
+              g_string_append_c (plain, ')');
+            }
+          if (*p == ')')
+            p++;
           continue;
         }
 

@@ -144,12 +144,15 @@ static void update_pager (KagedMessageRow *self);
 /**
  * kaged_message_row_describe_failure:
  * @message: a failed reply
+ * @dated: whether a time it names is said with its date, for a text read
+ *   later (an export), instead of as today, tomorrow or a weekday
  *
  * Returns: (transfer full): a sentence for people that says why @message
  *   failed
  */
 char *
-kaged_message_row_describe_failure (KagedMessage *message)
+kaged_message_row_describe_failure (KagedMessage *message,
+                                    gboolean      dated)
 {
   KagedRetryClass retry_class;
   gint64 retry_after_until;
@@ -180,13 +183,12 @@ kaged_message_row_describe_failure (KagedMessage *message)
     case KAGED_RETRY_CLASS_QUOTA_SCHEDULED:
       if (retry_after_until > 0)
         {
-          g_autofree char *until = kaged_retry_format_until (retry_after_until,
-                                                             g_get_real_time () / 1000,
-                                                             kaged_retry_desktop_uses_12h ());
+          char *until = kaged_retry_describe_quota_until (retry_after_until,
+                                                          dated ? 0 : g_get_real_time () / 1000,
+                                                          kaged_retry_desktop_uses_12h ());
 
           if (until != NULL)
-            /* Translators: %s is a time, as in "14:32" or "tomorrow at 00:20" */
-            return g_strdup_printf (_("Your quota with the provider is used up until %s"), until);
+            return until;
         }
       return g_strdup (_("Your quota with the provider is used up until it resets"));
     case KAGED_RETRY_CLASS_QUOTA_EXHAUSTED:
@@ -484,7 +486,7 @@ update_state (KagedMessageRow *self)
       const char *detail = kaged_message_get_error_message (self->message);
       g_autofree char *sentence = NULL;
 
-      sentence = kaged_message_row_describe_failure (self->message);
+      sentence = kaged_message_row_describe_failure (self->message, FALSE);
       if (self->retry_pending)
         gtk_widget_add_css_class (GTK_WIDGET (self->error_box), "retry-pending");
       else
@@ -886,7 +888,8 @@ update_pager (KagedMessageRow *self)
 
   if (shown)
     {
-      /* Translators: the version of a reply shown, and how many there are, as in 2/3 */
+      /* Translators: the version of a reply or of an edited message shown,
+       * and how many there are, as in 2/3 */
       g_autofree char *label = g_strdup_printf (_("%u/%u"), position + 1, n_versions);
 
       gtk_label_set_label (self->pager_label, label);

@@ -53,6 +53,7 @@ gint64        kaged_message_row_get_streaming_interval (KagedMessageRow *self);
 
 gint64        kaged_message_row_streaming_interval (gint64 update_cost);
 
-char         *kaged_message_row_describe_failure  (KagedMessage    *message);
+char         *kaged_message_row_describe_failure  (KagedMessage    *message,
+                                                   gboolean         dated);
 
 G_END_DECLS

@@ -132,39 +132,46 @@ kaged_retry_format_retry_after (gint64   when_ms,
 }
 
 /**
- * kaged_retry_format_until:
- * @when_ms: a time to come, epoch milliseconds
- * @now_ms: the time now, epoch milliseconds
+ * kaged_retry_describe_quota_until:
+ * @until_ms: when the provider's quota resets, epoch milliseconds
+ * @now_ms: the time now, epoch milliseconds, or 0 for a text that says
+ *   the date whenever it is read (as in an exported conversation)
  * @use_12h: whether the desktop shows a 12-hour clock
  *
- * Says @when_ms as kaged_retry_format_retry_after() does, for a sentence
- * such as "Your quota is used up until …".
+ * Says until when a quota is used up, as the retry banner says the time:
+ * "…until 14:32" today, "…until tomorrow at 00:20", "…until Friday at
+ * 14:32".
  *
- * Returns: (transfer full): "14:32" today, "tomorrow at 00:20", "Friday at
- *   14:32", or %NULL for a time that cannot be told
+ * Returns: (transfer full) (nullable): the sentence, or %NULL for a time
+ *   that cannot be told
  */
 char *
-kaged_retry_format_until (gint64   when_ms,
-                          gint64   now_ms,
-                          gboolean use_12h)
+kaged_retry_describe_quota_until (gint64   until_ms,
+                                  gint64   now_ms,
+                                  gboolean use_12h)
 {
   g_autofree char *time = NULL;
   g_autofree char *day = NULL;
   int days = 0;
 
-  time = format_moment (when_ms, now_ms, use_12h, &days, &day);
+  /* Without a now, from a week before: neither today nor tomorrow nor a
+   * weekday, always the date. */
+  time = format_moment (until_ms, now_ms > 0 ? now_ms : until_ms - 7 * 24 * 3600 * G_GINT64_CONSTANT (1000),
+                        use_12h, &days, &day);
   if (time == NULL)
     return NULL;
 
   if (days == 0)
-    return g_steal_pointer (&time);
+    /* Translators: %s is a time of day today, e.g. 14:32 */
+    return g_strdup_printf (_("Your quota with the provider is used up until %s"), time);
 
   if (days == 1)
-    /* Translators: the end of a wait, e.g. "used up until tomorrow at 00:20" */
-    return g_strdup_printf (_("tomorrow at %s"), time);
+    /* Translators: %s is a time of day tomorrow, e.g. 00:20 */
+    return g_strdup_printf (_("Your quota with the provider is used up until tomorrow at %s"), time);
 
-  /* Translators: the end of a wait, a day and a time, e.g. "used up until Friday at 14:32" */
-  return g_strdup_printf (_("%s at %s"), day, time);
+  /* Translators: a day (a weekday within a week, else a date) and a time
+   * of day, e.g. "…used up until Friday at 14:32" */
+  return g_strdup_printf (_("Your quota with the provider is used up until %s at %s"), day, time);
 }
 
 /**
@@ -176,9 +183,16 @@ kaged_retry_format_until (gint64   when_ms,
 gboolean
 kaged_retry_desktop_uses_12h (void)
 {
-  g_autoptr(GSettings) settings = kaged_retry_new_interface_settings ();
+  static GSettings *settings;
+  static gsize looked_up;
   g_autofree char *format = NULL;
 
+  /* Read each time it is asked, from one object for the process. */
+  if (g_once_init_enter (&looked_up))
+    {
+      settings = kaged_retry_new_interface_settings ();
+      g_once_init_leave (&looked_up, 1);
+    }
   if (settings == NULL)
     return FALSE;
 

@@ -21,7 +21,7 @@ char       *kaged_retry_format_duration          (gint64               seconds);
 char       *kaged_retry_format_retry_after       (gint64               when_ms,
                                                   gint64               now_ms,
                                                   gboolean             use_12h);
-char       *kaged_retry_format_until             (gint64               when_ms,
+char       *kaged_retry_describe_quota_until     (gint64               until_ms,
                                                   gint64               now_ms,
                                                   gboolean             use_12h);
 gboolean    kaged_retry_desktop_uses_12h         (void);

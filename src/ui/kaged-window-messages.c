@@ -383,12 +383,12 @@ regenerate_action (GtkWidget  *widget,
                                   g_dngettext (GETTEXT_PACKAGE,
                                                "A new reply is written in its place, and the "
                                                "conversation continues from it. %u later message "
-                                               "leaves the conversation; it can still be read "
-                                               "under the earlier version of the reply.",
+                                               "leaves the conversation. Nothing is deleted: it "
+                                               "stays with the earlier version of the reply.",
                                                "A new reply is written in its place, and the "
                                                "conversation continues from it. %u later messages "
-                                               "leave the conversation; they can still be read "
-                                               "under the earlier version of the reply.",
+                                               "leave the conversation. Nothing is deleted: they "
+                                               "stay with the earlier version of the reply.",
                                                later),
                                   later);
   adw_message_dialog_add_responses (dialog,
@@ -528,8 +528,8 @@ kaged_window_new_edit_dialog (KagedWindow *self,
   dialog = adw_message_dialog_new (GTK_WINDOW (self), _("Edit Message"),
                                    _("The edited message is sent as a new one, and the "
                                      "conversation continues from it. This message and the "
-                                     "replies after it leave the conversation; they can still "
-                                     "be read from the new message’s earlier version."));
+                                     "replies after it leave the conversation. Nothing is "
+                                     "deleted: they stay with the message’s earlier version."));
   view = gtk_text_view_new ();
   gtk_text_view_set_wrap_mode (GTK_TEXT_VIEW (view), GTK_WRAP_WORD_CHAR);
   gtk_text_view_set_top_margin (GTK_TEXT_VIEW (view), 6);

@@ -530,7 +530,11 @@ test_plans_start_from_run (Fixture       *fixture,
   g_autoptr(KagedStore) store = open_store (fixture);
   g_autofree char *with = NULL;
   g_autofree char *edited = NULL;
-  sqlite3 *db = raw_open (fixture->path);
+  sqlite3 *db;
+
+  /* Opened, the store made the newest schema. */
+  g_assert_true (KAGED_IS_STORE (store));
+  db = raw_open (fixture->path);
 
   with = query_plan (db, STMT_MESSAGE_SUPERSEDED_WITH);
   g_test_message ("superseded with:\n%s", with);

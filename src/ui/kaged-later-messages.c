@@ -34,6 +34,7 @@ struct _KagedLaterMessages
   guint n_messages;
   guint built : 1;
 
+  /* Template children */
   GtkExpander *expander;
   GtkBox *list;
 };
@@ -253,10 +254,8 @@ static void
 kaged_later_messages_dispose (GObject *object)
 {
   KagedLaterMessages *self = KAGED_LATER_MESSAGES (object);
-  GtkWidget *child;
 
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
-    gtk_widget_unparent (child);
+  gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_LATER_MESSAGES);
   g_clear_pointer (&self->messages, g_ptr_array_unref);
 
   G_OBJECT_CLASS (kaged_later_messages_parent_class)->dispose (object);
@@ -270,22 +269,19 @@ kaged_later_messages_class_init (KagedLaterMessagesClass *klass)
 
   object_class->dispose = kaged_later_messages_dispose;
 
-  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "latermessages");
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_GROUP);
+
+  gtk_widget_class_set_template_from_resource (widget_class, APPLICATION_PATH "/kaged-later-messages.ui");
+  gtk_widget_class_bind_template_child (widget_class, KagedLaterMessages, expander);
+  gtk_widget_class_bind_template_child (widget_class, KagedLaterMessages, list);
+  gtk_widget_class_bind_template_callback (widget_class, expanded_cb);
 }
 
 static void
 kaged_later_messages_init (KagedLaterMessages *self)
 {
-  self->expander = GTK_EXPANDER (gtk_expander_new (NULL));
-  self->list = GTK_BOX (gtk_box_new (GTK_ORIENTATION_VERTICAL, 12));
-  gtk_widget_add_css_class (GTK_WIDGET (self->list), "kaged-later-messages");
-  gtk_expander_set_child (self->expander, GTK_WIDGET (self->list));
-  gtk_widget_set_parent (GTK_WIDGET (self->expander), GTK_WIDGET (self));
-  g_signal_connect_object (self->expander, "notify::expanded", G_CALLBACK (expanded_cb), self,
-                           G_CONNECT_SWAPPED);
-  gtk_widget_set_visible (GTK_WIDGET (self), FALSE);
+  gtk_widget_init_template (GTK_WIDGET (self));
 }
 
 GtkWidget *

@@ -536,17 +536,22 @@ test_plans_start_from_run (Fixture       *fixture,
   g_assert_true (KAGED_IS_STORE (store));
   db = raw_open (fixture->path);
 
+  /* The plans' wording is SQLite's; what is checked is which index each
+   * step uses, and that none reads a whole table or the conversation. */
   with = query_plan (db, STMT_MESSAGE_SUPERSEDED_WITH);
   g_test_message ("superseded with:\n%s", with);
-  g_assert_true (g_str_has_prefix (with, "SEARCH s USING "));
-  g_assert_nonnull (strstr (with, "INDEX message_supersessions_by_run (run_id=?)"));
+  g_assert_true (g_str_has_prefix (with, "SEARCH s "));
+  g_assert_nonnull (strstr (with, "message_supersessions_by_run (run_id=?"));
   g_assert_null (strstr (with, "messages_in_order"));
   g_assert_null (strstr (with, "SCAN"));
 
   edited = query_plan (db, STMT_MESSAGE_EDITED_FROM);
   g_test_message ("edited from:\n%s", edited);
-  g_assert_true (g_str_has_prefix (edited, "SEARCH r USING COVERING INDEX runs_by_anchor"));
-  g_assert_nonnull (strstr (edited, "INDEX message_supersessions_by_run (run_id=? AND rowid<?)"));
+  g_assert_true (g_str_has_prefix (edited, "SEARCH r "));
+  g_assert_nonnull (strstr (edited, "runs_by_anchor (anchor_id=?)"));
+  /* Up to the message only: what regenerations from it superseded is
+   * not read. */
+  g_assert_nonnull (strstr (edited, "message_supersessions_by_run (run_id=? AND rowid<?)"));
   g_assert_null (strstr (edited, "messages_in_order"));
   g_assert_null (strstr (edited, "SCAN"));
 

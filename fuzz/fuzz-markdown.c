@@ -29,6 +29,26 @@ check_block (const KagedMarkdownBlock *block)
     check_block (g_ptr_array_index (block->children, i));
 }
 
+/* Whether every \1 (a search match's start) is followed by its \2 on
+ * the same line, as a search's snippets have them; with @per_line FALSE,
+ * only that they alternate. */
+static gboolean
+marks_paired (const char *text,
+              gboolean    per_line)
+{
+  gboolean open = FALSE;
+
+  for (const char *p = text; *p != '\0'; p++)
+    {
+      if ((*p == '\001' && open) || (*p == '\002' && !open) || (*p == '\n' && open && per_line))
+        return FALSE;
+      if (*p == '\001' || *p == '\002')
+        open = !open;
+    }
+
+  return !open;
+}
+
 int
 LLVMFuzzerTestOneInput (const guint8 *data,
                         size_t        size)
@@ -98,6 +118,7 @@ LLVMFuzzerTestOneInput (const guint8 *data,
     for (const char *p = plain; *p != '\0'; p++)
       plain_marks += *p == '\001' || *p == '\002';
     if (strlen (plain) > strlen (text) + targets || plain_marks > marks ||
+        (marks_paired (text, TRUE) && !marks_paired (plain, FALSE)) ||
         (g_utf8_validate (text, -1, NULL) && !g_utf8_validate (plain, -1, NULL)))
       abort ();
   }

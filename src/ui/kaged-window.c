@@ -309,25 +309,35 @@ set_conversation (KagedWindow *self,
 
 #define DRAFT_SAVE_DELAY_MS 1000
 
+/* Keeps @text (or, for %NULL, nothing) as the draft of @session_id. A
+ * conversation deleted meanwhile (through the HTTP API) took its draft
+ * with it. */
+static void
+keep_draft (KagedWindow *self,
+            gint64       session_id,
+            const char  *text)
+{
+  KagedSessionManager *manager = kaged_window_get_manager (self);
+  g_autoptr(GError) error = NULL;
+
+  if (manager != NULL && !kaged_session_manager_set_draft (manager, MAX (session_id, 0), text, &error) &&
+      !g_error_matches (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND))
+    g_warning ("Cannot keep what was written in conversation %" G_GINT64_FORMAT ": %s",
+               session_id, error->message);
+}
+
 /* Keeps what the composer holds as the shown conversation's draft. */
 static void
 save_draft (KagedWindow *self)
 {
-  KagedSessionManager *manager = kaged_window_get_manager (self);
-  g_autoptr(GError) error = NULL;
   g_autofree char *text = NULL;
 
   g_clear_handle_id (&self->draft_source, g_source_remove);
-  if (!self->draft_shown || manager == NULL)
+  if (!self->draft_shown)
     return;
 
   text = kaged_composer_dup_text (self->composer);
-  /* A conversation deleted meanwhile (through the HTTP API) took its
-   * draft with it. */
-  if (!kaged_session_manager_set_draft (manager, MAX (self->session_id, 0), text, &error) &&
-      !g_error_matches (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND))
-    g_warning ("Cannot keep what was written in conversation %" G_GINT64_FORMAT ": %s",
-               self->session_id, error->message);
+  keep_draft (self, self->session_id, text);
 }
 
 /* Forgets the draft of @session_id, sent or gone elsewhere. */
@@ -335,15 +345,9 @@ static void
 clear_draft (KagedWindow *self,
              gint64       session_id)
 {
-  KagedSessionManager *manager = kaged_window_get_manager (self);
-  g_autoptr(GError) error = NULL;
-
   if (session_id == self->session_id)
     g_clear_handle_id (&self->draft_source, g_source_remove);
-  if (manager != NULL && !kaged_session_manager_set_draft (manager, MAX (session_id, 0), NULL, &error) &&
-      !g_error_matches (error, KAGED_ENGINE_ERROR, KAGED_ENGINE_ERROR_NOT_FOUND))
-    g_warning ("Cannot forget what was written in conversation %" G_GINT64_FORMAT ": %s",
-               session_id, error->message);
+  keep_draft (self, session_id, NULL);
 }
 
 static gboolean

@@ -646,6 +646,55 @@ test_queue_from_elsewhere (Fixture       *fixture,
   g_assert_false (reply_on_screen (fixture, "Queued"));
 }
 
+static AdwMessageDialog *find_message_dialog (void);
+
+/* Ctrl+Shift+R asks as Regenerate does when a message the reply would
+ * take out of the conversation follows it: here a question whose queued
+ * run was cancelled elsewhere before it started. */
+static void
+test_regenerate_latest_asks (Fixture       *fixture,
+                             gconstpointer  data)
+{
+  g_autoptr(KagedReceipt) receipt = NULL;
+  g_autoptr(GError) error = NULL;
+  AdwMessageDialog *dialog;
+  gint64 session_id;
+
+  send (fixture, "First question");
+  g_assert_true (wait_for (fixture, reply_streaming, GUINT_TO_POINTER (1)));
+  session_id = kaged_window_get_session_id (fixture->window);
+  receipt = kaged_core_post (fixture->core, session_id, "Second question", &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (receipt->status, ==, KAGED_RECEIPT_STATUS_QUEUED);
+  g_assert_true (kaged_core_cancel_run (fixture->core, session_id, receipt->run_id, &error));
+  g_assert_no_error (error);
+  g_signal_emit_by_name (gtk_widget_get_template_child (GTK_WIDGET (fixture->composer),
+                                                      KAGED_TYPE_COMPOSER, "stop_button"), "clicked");
+  g_assert_true (wait_for (fixture, composer_running, GINT_TO_POINTER (FALSE)));
+  settle (100);
+  g_assert_cmpuint (n_shown (fixture), ==, 3);
+
+  /* Cancelled: the question stays. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  dialog = find_message_dialog ();
+  g_assert_nonnull (dialog);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "1 later message"));
+  adw_message_dialog_response (dialog, "cancel");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  settle (100);
+  g_assert_cmpuint (n_shown (fixture), ==, 3);
+  g_assert_cmpstr (kaged_message_get_content (shown_message (fixture, 2)), ==, "Second question");
+
+  /* Confirmed: a new reply, and the question leaves the conversation. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.regenerate-latest", NULL));
+  dialog = find_message_dialog ();
+  g_assert_nonnull (dialog);
+  adw_message_dialog_response (dialog, "regenerate");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_true (wait_for (fixture, reply_on_screen, "2/2"));
+  g_assert_cmpuint (n_shown (fixture), ==, 2);
+}
+
 static void
 test_regenerate (Fixture       *fixture,
                  gconstpointer  data)
@@ -685,8 +734,6 @@ test_regenerate (Fixture       *fixture,
     g_assert_cmpuint (g_list_model_get_n_items (kaged_message_row_get_versions (row)), ==, 2);
   }
 }
-
-static AdwMessageDialog *find_message_dialog (void);
 
 /* Regenerate on @reply, two messages after it: the dialog says they
  * leave, and gets @response. */
@@ -3282,6 +3329,7 @@ main (int   argc,
   ADD_TEST ("/window/queue", slow, test_queue);
   ADD_TEST ("/window/queue-from-elsewhere", slow, test_queue_from_elsewhere);
   ADD_TEST ("/window/regenerate", reply, test_regenerate);
+  ADD_TEST ("/window/regenerate-latest-asks", slow, test_regenerate_latest_asks);
   ADD_TEST ("/window/regenerate-earlier", reply, test_regenerate_earlier);
   ADD_TEST ("/window/later-messages", reply, test_later_messages);
   ADD_TEST ("/window/regenerate-focus", reply, test_regenerate_focus);

@@ -361,12 +361,9 @@ regenerate_response_cb (AdwMessageDialog *dialog,
 /* A reply that later messages follow: they leave the conversation with
  * it, which is asked first, as for an edit. */
 static void
-regenerate_action (GtkWidget  *widget,
-                   const char *action_name,
-                   GVariant   *parameter)
+ask_regenerate (KagedWindow *self,
+                gint64       message_id)
 {
-  KagedWindow *self = KAGED_WINDOW (widget);
-  gint64 message_id = g_variant_get_int64 (parameter);
   guint later = count_after (self, message_id);
   AdwMessageDialog *dialog;
   gint64 ids[2] = { self->session_id, message_id };
@@ -404,6 +401,15 @@ regenerate_action (GtkWidget  *widget,
 }
 
 static void
+regenerate_action (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  ask_regenerate (KAGED_WINDOW (widget), g_variant_get_int64 (parameter));
+}
+
+/* Ctrl+Shift+R: the latest reply, asked about as from its button. */
+static void
 regenerate_latest_action (GtkWidget  *widget,
                           const char *action_name,
                           GVariant   *parameter)
@@ -423,7 +429,7 @@ regenerate_latest_action (GtkWidget  *widget,
       if (kaged_message_get_role (message) == KAGED_MESSAGE_ROLE_AGENT)
         {
           if (kaged_message_get_status (message) != KAGED_MESSAGE_STATUS_STREAMING)
-            regenerate (self, kaged_message_get_id (message));
+            ask_regenerate (self, kaged_message_get_id (message));
           return;
         }
     }

@@ -1099,6 +1099,51 @@ test_row_quota_until (void)
   g_assert_cmpstr (dated, !=, sentence);
 }
 
+/* The card says the quota's time again when the desktop's clock format
+ * changes, as the banner does. */
+static void
+test_row_quota_clock_format (RowFixture    *f,
+                             gconstpointer  data)
+{
+  GSettings *settings = kaged_retry_desktop_clock_settings ();
+  g_autoptr(KagedMessage) message = new_message (9, KAGED_MESSAGE_ROLE_AGENT, "",
+                                                 KAGED_MESSAGE_STATUS_FAILED);
+  GtkLabel *label = GTK_LABEL (gtk_widget_get_template_child (GTK_WIDGET (f->row), KAGED_TYPE_MESSAGE_ROW,
+                                                              "error_label"));
+  gint64 until_ms = g_get_real_time () / 1000 + 50 * 60000;
+  g_autofree char *in_24h = NULL;
+  g_autofree char *in_12h = NULL;
+
+  if (settings == NULL)
+    {
+      g_test_skip ("org.gnome.desktop.interface is not installed");
+      return;
+    }
+
+  g_settings_set_string (settings, "clock-format", "24h");
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_QUOTA_SCHEDULED);
+  kaged_message_set_retry_after_until (message, until_ms);
+  kaged_message_row_set_message (f->row, message);
+  iterate ();
+  in_24h = kaged_message_row_describe_failure (message, FALSE);
+  g_assert_cmpstr (gtk_label_get_label (label), ==, in_24h);
+
+  g_settings_set_string (settings, "clock-format", "12h");
+  iterate ();
+  in_12h = kaged_message_row_describe_failure (message, FALSE);
+  g_assert_cmpstr (in_12h, !=, in_24h);
+  g_assert_cmpstr (gtk_label_get_label (label), ==, in_12h);
+
+  /* Another failure has no time to say again. */
+  kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
+  iterate ();
+  g_settings_set_string (settings, "clock-format", "24h");
+  iterate ();
+  g_assert_cmpstr (gtk_label_get_label (label), ==, "The provider is overloaded");
+
+  g_settings_reset (settings, "clock-format");
+}
+
 static gboolean
 description_is (GtkWidget  *widget,
                 const char *text)
@@ -2849,6 +2894,7 @@ main (int   argc,
   ROW_TEST ("/message-row/description-while-streaming", test_row_description_while_streaming);
   ROW_TEST ("/message-row/statuses", test_row_statuses);
   g_test_add_func ("/message-row/quota-until", test_row_quota_until);
+  ROW_TEST ("/message-row/quota-clock-format", test_row_quota_clock_format);
   ROW_TEST ("/message-row/connecting", test_row_connecting);
   ROW_TEST ("/message-row/spinner", test_row_spinner);
   ROW_TEST ("/message-row/tier1-wait", test_row_tier1_wait);

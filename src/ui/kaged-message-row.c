@@ -73,6 +73,10 @@ struct _KagedMessageRow
   GSignalGroup *server_profile_signals;
   /* Counts down to the next attempt while Tier 1 waits */
   guint wait_source;
+  /* While the card says until when a quota is used up: the next day, and
+   * the desktop's clock format, say it again */
+  guint next_day_source;
+  gulong clock_format_id;
   /* The status shown is of a streaming reply before its first words */
   guint awaiting_words : 1;
   guint copied_source;
@@ -429,6 +433,50 @@ update_status (KagedMessageRow *self)
   gtk_spinner_set_spinning (self->status_spinner, streaming && self->spinner_source == 0);
 }
 
+static void update_state (KagedMessageRow *self);
+
+static gboolean
+next_day_cb (gpointer user_data)
+{
+  KagedMessageRow *self = user_data;
+
+  self->next_day_source = 0;
+  update_state (self);
+
+  return G_SOURCE_REMOVE;
+}
+
+/* A quota's time on the card names its day ("tomorrow", "Friday") and is
+ * in the desktop's clock format: while it is shown, both are followed. */
+static void
+watch_quota_time (KagedMessageRow *self,
+                  gboolean         watch)
+{
+  GSettings *clock_settings = kaged_retry_desktop_clock_settings ();
+  gint64 to_next_day;
+
+  g_clear_handle_id (&self->next_day_source, g_source_remove);
+  if (!watch)
+    {
+      if (clock_settings != NULL)
+        g_clear_signal_handler (&self->clock_format_id, clock_settings);
+      return;
+    }
+
+  if (clock_settings != NULL && self->clock_format_id == 0)
+    self->clock_format_id = g_signal_connect_object (clock_settings, "changed::clock-format",
+                                                     G_CALLBACK (update_state), self,
+                                                     G_CONNECT_SWAPPED);
+
+  /* A second into the new day, so that it is surely that day. */
+  to_next_day = kaged_retry_ms_to_next_day (g_get_real_time () / 1000) + 1000;
+  self->next_day_source = g_timeout_add_seconds_full (G_PRIORITY_DEFAULT,
+                                                      (guint) MIN (to_next_day / 1000, G_MAXUINT),
+                                                      next_day_cb, self, NULL);
+  g_source_set_static_name (g_main_context_find_source_by_id (NULL, self->next_day_source),
+                            "[kaged] quota card day");
+}
+
 static void
 update_state (KagedMessageRow *self)
 {
@@ -480,6 +528,8 @@ update_state (KagedMessageRow *self)
 
   failed = agent && message_status == KAGED_MESSAGE_STATUS_FAILED;
   gtk_widget_set_visible (GTK_WIDGET (self->error_box), failed);
+  if (!failed)
+    watch_quota_time (self, FALSE);
   if (failed)
     {
       KagedRetryClass retry_class = kaged_message_get_retry_class (self->message);
@@ -487,6 +537,8 @@ update_state (KagedMessageRow *self)
       g_autofree char *sentence = NULL;
 
       sentence = kaged_message_row_describe_failure (self->message, FALSE);
+      watch_quota_time (self, retry_class == KAGED_RETRY_CLASS_QUOTA_SCHEDULED &&
+                              kaged_message_get_retry_after_until (self->message) > 0);
       if (self->retry_pending)
         gtk_widget_add_css_class (GTK_WIDGET (self->error_box), "retry-pending");
       else
@@ -1145,6 +1197,7 @@ kaged_message_row_dispose (GObject *object)
   forget_pending_content (self);
   g_clear_handle_id (&self->spinner_source, g_source_remove);
   g_clear_handle_id (&self->wait_source, g_source_remove);
+  watch_quota_time (self, FALSE);
   forget_update_clock (self);
 
   if (self->message_bindings != NULL)

@@ -175,6 +175,30 @@ kaged_retry_describe_quota_until (gint64   until_ms,
 }
 
 /**
+ * kaged_retry_desktop_clock_settings:
+ *
+ * The desktop's interface settings, one object for the process, to read
+ * its `clock-format` and to hear when it changes.
+ *
+ * Returns: (transfer none) (nullable): the settings, or %NULL when the
+ *   desktop's schema is not installed
+ */
+GSettings *
+kaged_retry_desktop_clock_settings (void)
+{
+  static GSettings *settings;
+  static gsize looked_up;
+
+  if (g_once_init_enter (&looked_up))
+    {
+      settings = kaged_retry_new_interface_settings ();
+      g_once_init_leave (&looked_up, 1);
+    }
+
+  return settings;
+}
+
+/**
  * kaged_retry_desktop_uses_12h:
  *
  * Returns: whether the desktop's clock shows 12 hours (GNOME's
@@ -183,22 +207,43 @@ kaged_retry_describe_quota_until (gint64   until_ms,
 gboolean
 kaged_retry_desktop_uses_12h (void)
 {
-  static GSettings *settings;
-  static gsize looked_up;
+  GSettings *settings = kaged_retry_desktop_clock_settings ();
   g_autofree char *format = NULL;
 
-  /* Read each time it is asked, from one object for the process. */
-  if (g_once_init_enter (&looked_up))
-    {
-      settings = kaged_retry_new_interface_settings ();
-      g_once_init_leave (&looked_up, 1);
-    }
   if (settings == NULL)
     return FALSE;
 
   format = g_settings_get_string (settings, "clock-format");
 
   return g_strcmp0 (format, "12h") == 0;
+}
+
+/**
+ * kaged_retry_ms_to_next_day:
+ * @now_ms: the time now, epoch milliseconds
+ *
+ * How long until the local day after @now_ms's begins: when words such
+ * as "tomorrow" or a weekday have to be said again.
+ *
+ * Returns: milliseconds, at least 1
+ */
+gint64
+kaged_retry_ms_to_next_day (gint64 now_ms)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
+  g_autoptr(GDateTime) midnight = NULL;
+  g_autoptr(GDateTime) next = NULL;
+
+  if (now == NULL)
+    return 24 * 3600 * G_GINT64_CONSTANT (1000);
+
+  midnight = g_date_time_new_local (g_date_time_get_year (now), g_date_time_get_month (now),
+                                    g_date_time_get_day_of_month (now), 0, 0, 0);
+  next = midnight != NULL ? g_date_time_add_days (midnight, 1) : NULL;
+  if (next == NULL)
+    return 24 * 3600 * G_GINT64_CONSTANT (1000);
+
+  return MAX (g_date_time_to_unix (next) * 1000 - now_ms, 1);
 }
 
 /**

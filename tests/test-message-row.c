@@ -2040,6 +2040,23 @@ test_row_details (RowFixture    *f,
   g_assert_nonnull (find_widget (popover, is_label_with_text, "Attempt 2, 13:42:02"));
   g_assert_nonnull (find_widget (popover, is_label_with_text, "HTTP 200"));
 
+  /* It is as tall as what it says at its width, not as tall as it may
+   * grow (480 pixels, then it scrolls). */
+  {
+    GtkWidget *grid = find_widget (popover, is_grid, NULL);
+    int content = 0;
+    int width = 0;
+    int height = 0;
+
+    g_assert_nonnull (grid);
+    gtk_widget_measure (grid, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &width, NULL, NULL);
+    gtk_widget_measure (grid, GTK_ORIENTATION_VERTICAL, width, NULL, &height, NULL, NULL);
+    gtk_widget_measure (gtk_popover_get_child (GTK_POPOVER (popover)), GTK_ORIENTATION_VERTICAL, -1,
+                        NULL, &content, NULL, NULL);
+    g_assert_cmpint (height, <, 480);
+    g_assert_cmpint (content, ==, height);
+  }
+
   gtk_popover_popdown (GTK_POPOVER (popover));
 }
 

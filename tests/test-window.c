@@ -2631,6 +2631,16 @@ test_new_conversation_and_delete (Fixture       *fixture,
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
   g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
 
+  /* Another conversation than the one read, deleted and back: the one
+   * read stays. */
+  kaged_window_delete_session (fixture->window, first);
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 1);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "session.undo-delete",
+                                             "x", first));
+  g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
+  g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
+
   /* Deleted for good once the toast goes without Undo. */
   kaged_window_delete_session (fixture->window, second);
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 1);

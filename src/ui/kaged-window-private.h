@@ -30,7 +30,7 @@ struct _KagedWindow
   GtkSelectionModel    *message_selection;
   GSignalGroup         *session_signals; /* the shown KagedSession */
   GSignalGroup         *retry_signals;   /* the shown session's KagedRetryScheduler */
-  GHashTable           *deleting;   /* gint64 session ids waiting for their toast */
+  GHashTable           *deleting;   /* gint64 session ids waiting for their toast → whether each was shown */
   gint64                session_id;
   guint                 scroll_source;
   GdkFrameClock        *layout_clock; /* weak; scrolls to the end in its layout phase */

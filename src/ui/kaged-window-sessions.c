@@ -54,13 +54,18 @@ undo_delete_action (GtkWidget  *widget,
 {
   KagedWindow *self = KAGED_WINDOW (widget);
   gint64 session_id = g_variant_get_int64 (parameter);
+  gpointer was_shown = NULL;
 
-  if (!g_hash_table_remove (self->deleting, &session_id))
+  if (!g_hash_table_lookup_extended (self->deleting, &session_id, NULL, &was_shown))
     return;
+  g_hash_table_remove (self->deleting, &session_id);
 
   if (self->session_list != NULL)
     kaged_session_list_set_hidden (self->session_list, session_id, FALSE);
-  kaged_window_show_session (self, session_id);
+  /* Back where it was read; a conversation deleted from its row while
+   * another was read comes back to the sidebar only. */
+  if (GPOINTER_TO_INT (was_shown))
+    kaged_window_show_session (self, session_id);
 }
 
 static void
@@ -97,7 +102,9 @@ kaged_window_delete_session (KagedWindow *self,
   /* The toast's title is markup. */
   escaped = g_markup_escape_text (kaged_session_get_title (session) != NULL ? kaged_session_get_title (session) : "", -1);
 
-  g_hash_table_add (self->deleting, g_memdup2 (&session_id, sizeof session_id));
+  /* Each one deleted, and whether it was the one read. */
+  g_hash_table_insert (self->deleting, g_memdup2 (&session_id, sizeof session_id),
+                       GINT_TO_POINTER (self->session_id == session_id));
   kaged_session_list_set_hidden (self->session_list, session_id, TRUE);
   if (self->session_id == session_id)
     show_another (self);

@@ -763,6 +763,71 @@ test_code_block_grows_in_one_frame (void)
   gtk_window_destroy (window);
 }
 
+/* The event controller of @widget named @name. */
+static GtkEventController *
+controller_named (GtkWidget  *widget,
+                  const char *name)
+{
+  g_autoptr(GListModel) controllers = gtk_widget_observe_controllers (widget);
+
+  for (guint i = 0; i < g_list_model_get_n_items (controllers); i++)
+    {
+      g_autoptr(GtkEventController) controller = g_list_model_get_item (controllers, i);
+
+      if (g_strcmp0 (gtk_event_controller_get_name (controller), name) == 0)
+        return controller;
+    }
+
+  return NULL;
+}
+
+/* The wheel over a code block scrolls the conversation, as over the rest
+ * of a reply; sideways, it scrolls the code's long lines. */
+static void
+test_code_block_wheel (void)
+{
+  KagedCodeBlock *block = KAGED_CODE_BLOCK (kaged_code_block_new ());
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *conversation = gtk_scrolled_window_new ();
+  GtkWidget *code_scroller;
+  GtkEventController *wheel;
+  GtkAdjustment *vadjustment;
+  GtkWindow *window;
+  gboolean handled = FALSE;
+  double before;
+
+  gtk_widget_set_size_request (box, -1, 3000);
+  gtk_box_append (GTK_BOX (box), GTK_WIDGET (block));
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (conversation), box);
+  window = show_in_window (conversation);
+  kaged_code_block_set_code (block, "a very long line of code that goes on and on and on and on and on "
+                                    "and on and on and on and on and on and on and on and on and on");
+  run_frames (window, 3);
+
+  code_scroller = gtk_widget_get_ancestor (find_widget (GTK_WIDGET (block), is_text_view, NULL),
+                                           GTK_TYPE_SCROLLED_WINDOW);
+  g_assert_true (code_scroller != conversation);
+  wheel = controller_named (code_scroller, "kaged-code-wheel");
+  g_assert_nonnull (wheel);
+  g_assert_true (GTK_IS_EVENT_CONTROLLER_SCROLL (wheel));
+  g_assert_cmpint (gtk_event_controller_get_propagation_phase (wheel), ==, GTK_PHASE_CAPTURE);
+  vadjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (conversation));
+  before = gtk_adjustment_get_value (vadjustment);
+
+  g_signal_emit_by_name (wheel, "scroll", 0.0, 1.0, &handled);
+  g_assert_true (handled);
+  g_assert_cmpfloat (gtk_adjustment_get_value (vadjustment), >, before);
+
+  /* Sideways: the code's own. */
+  before = gtk_adjustment_get_value (vadjustment);
+  handled = TRUE;
+  g_signal_emit_by_name (wheel, "scroll", 1.0, 0.0, &handled);
+  g_assert_false (handled);
+  g_assert_cmpfloat (gtk_adjustment_get_value (vadjustment), ==, before);
+
+  gtk_window_destroy (window);
+}
+
 static void
 test_code_block_copy (void)
 {
@@ -2893,6 +2958,7 @@ main (int   argc,
   g_test_add_func ("/markdown-view/widths-measured-once", test_markdown_widths_measured_once);
   g_test_add_func ("/message-row/operator-long-text-layout", test_row_operator_long_text_layout);
   g_test_add_func ("/code-block/language", test_code_block_language);
+  g_test_add_func ("/code-block/wheel", test_code_block_wheel);
   g_test_add_func ("/code-block/language-kept", test_code_block_language_kept);
   g_test_add_func ("/code-block/language-parsed-later", test_code_block_language_parsed_later);
   g_test_add_func ("/code-block/warm-up", test_code_block_warm_up);

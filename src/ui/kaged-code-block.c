@@ -7,6 +7,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include <adwaita.h>
@@ -371,12 +372,48 @@ kaged_code_block_class_init (KagedCodeBlockClass *klass)
   gtk_widget_class_set_css_name (widget_class, "codeblock");
 }
 
+/* GTK 4.8's scrolled window keeps every wheel event it gets, even those
+ * it cannot scroll by: the code's, which scrolls only sideways, would stop
+ * the conversation from scrolling under the pointer. Up and down go to the
+ * conversation, by the steps its own wheel takes; sideways and Shift+wheel
+ * stay the code's. */
+static gboolean
+code_wheel_cb (GtkEventControllerScroll *controller,
+               double                    dx,
+               double                    dy,
+               gpointer                  user_data)
+{
+  GtkWidget *code = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (controller));
+  GdkModifierType state = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (controller));
+  GtkWidget *parent = gtk_widget_get_parent (code);
+  GtkWidget *outer;
+  GtkAdjustment *adjustment;
+  double step;
+
+  if (dy == 0.0 || fabs (dx) > fabs (dy) || (state & GDK_SHIFT_MASK) != 0 || parent == NULL)
+    return GDK_EVENT_PROPAGATE;
+
+  outer = gtk_widget_get_ancestor (parent, GTK_TYPE_SCROLLED_WINDOW);
+  if (outer == NULL)
+    return GDK_EVENT_PROPAGATE;
+
+  adjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (outer));
+  if (gtk_event_controller_scroll_get_unit (controller) == GDK_SCROLL_UNIT_WHEEL)
+    step = pow (gtk_adjustment_get_page_size (adjustment), 2.0 / 3.0);
+  else
+    step = 2.5;
+  gtk_adjustment_set_value (adjustment, gtk_adjustment_get_value (adjustment) + dy * step);
+
+  return GDK_EVENT_STOP;
+}
+
 static void
 kaged_code_block_init (KagedCodeBlock *self)
 {
   GtkLayoutManager *layout = gtk_widget_get_layout_manager (GTK_WIDGET (self));
   GtkWidget *header;
   GtkWidget *scroller;
+  GtkEventController *wheel;
 
   gtk_orientable_set_orientation (GTK_ORIENTABLE (layout), GTK_ORIENTATION_VERTICAL);
   gtk_widget_set_overflow (GTK_WIDGET (self), GTK_OVERFLOW_HIDDEN);
@@ -417,6 +454,11 @@ kaged_code_block_init (KagedCodeBlock *self)
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_AUTOMATIC, GTK_POLICY_NEVER);
   gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
   gtk_widget_set_parent (scroller, GTK_WIDGET (self));
+  wheel = gtk_event_controller_scroll_new (GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
+  gtk_event_controller_set_name (wheel, "kaged-code-wheel");
+  gtk_event_controller_set_propagation_phase (wheel, GTK_PHASE_CAPTURE);
+  g_signal_connect (wheel, "scroll", G_CALLBACK (code_wheel_cb), NULL);
+  gtk_widget_add_controller (scroller, wheel);
 
   self->buffer = gtk_source_buffer_new (NULL);
   gtk_source_buffer_set_highlight_matching_brackets (self->buffer, FALSE);

@@ -46,6 +46,9 @@ normalise (const char *accelerator)
   GdkModifierType mods = 0;
 
   g_assert_true (gtk_accelerator_parse (accelerator, &keyval, &mods));
+  /* The keypad's Enter is Enter to a person: the window lists one. */
+  if (keyval == GDK_KEY_KP_Enter)
+    keyval = GDK_KEY_Return;
 
   return gtk_accelerator_name (keyval, mods);
 }
@@ -226,6 +229,8 @@ collect_listed (GtkWidget      *widget,
           g_auto(GStrv) accelerators = NULL;
 
           g_assert_nonnull (accelerator);
+          /* GTK shows a keypad key by its raw name ("KP_Enter"). */
+          g_assert_null (strstr (accelerator, "KP_"));
           accelerators = g_strsplit (accelerator, " ", -1);
           for (guint i = 0; accelerators[i] != NULL; i++)
             if (accelerators[i][0] != '\0')

@@ -989,6 +989,22 @@ test_row_operator (RowFixture    *f,
   iterate ();
   g_assert_nonnull (shown_label (row, "  Indented\nSecond line"));
   g_assert_cmpstr (kaged_message_get_content (message), ==, "\n\n  Indented\nSecond line  \n\n\n");
+
+  /* A short message's bubble is as wide as its text. */
+  {
+    GtkWidget *label = GTK_WIDGET (gtk_widget_get_template_child (row, KAGED_TYPE_MESSAGE_ROW,
+                                                                  "operator_label"));
+    int sixteen;
+    int two;
+
+    kaged_message_set_content (message, "sixteen letters!");
+    run_frames (f->window, 2);
+    sixteen = gtk_widget_get_width (label);
+    kaged_message_set_content (message, "hi");
+    run_frames (f->window, 2);
+    two = gtk_widget_get_width (label);
+    g_assert_cmpint (two, <, sixteen / 2);
+  }
 }
 
 static void

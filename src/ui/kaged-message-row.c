@@ -618,6 +618,9 @@ forget_pending_content (KagedMessageRow *self)
   g_clear_object (&self->content_clock);
 }
 
+/* Bytes of an operator's text measured without a minimum width. */
+#define SHORT_OPERATOR_TEXT 256
+
 /* The operator's text as typed, without the blank lines before or after
  * it, which would only leave empty space in the bubble. */
 static void
@@ -637,6 +640,12 @@ set_operator_text (KagedMessageRow *self,
   end = start + strlen (start);
   while (end > start && g_ascii_isspace (end[-1]))
     end--;
+
+  /* A long text is measured from a minimum of some characters (the
+   * template's): one word per line, the least GTK would measure it from,
+   * costs many times the layout shown. A short one is measured as it is,
+   * cheaply, and its bubble is as wide as its text. */
+  gtk_label_set_width_chars (self->operator_label, end - start <= SHORT_OPERATOR_TEXT ? -1 : 16);
 
   if (*end == '\0' && start == content)
     {

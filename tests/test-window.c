@@ -2083,7 +2083,7 @@ test_search_escape (Fixture       *fixture,
   gtk_toggle_button_set_active (child (fixture, "search_button"), TRUE);
   g_assert_true (gtk_search_bar_get_search_mode (bar));
   gtk_editable_set_text (GTK_EDITABLE (entry), "sky");
-  g_assert_true (wait_for (fixture, results_show, "Why is the sky blue? \u00b7 You"));
+  g_assert_true (wait_for (fixture, results_show, "You \u00b7 Why is the sky blue?"));
   gtk_widget_grab_focus (gtk_widget_get_first_child (child (fixture, "results_view")));
   g_assert_true (press_escape (child (fixture, "results_view")));
   g_assert_false (gtk_search_bar_get_search_mode (bar));
@@ -2723,9 +2723,12 @@ test_search (Fixture       *fixture,
   g_assert_nonnull (row);
   g_assert_nonnull (gtk_widget_get_next_sibling (row));
   g_assert_null (gtk_widget_get_next_sibling (gtk_widget_get_next_sibling (row)));
-  /* Each says where it was found: the conversation, and who wrote it. */
-  g_assert_true (results_show (fixture, "Why is the sky blue? \u00b7 Assistant"));
-  g_assert_true (results_show (fixture, "Bread <recipes> & more \u00b7 Assistant"));
+  /* Each says who wrote it and where it was found, its author first, so
+   * a long title does not hide it; with room between results. */
+  g_assert_cmpint (gtk_widget_get_margin_top (gtk_list_box_row_get_child (GTK_LIST_BOX_ROW (row))), >, 0);
+  g_assert_cmpint (gtk_widget_get_margin_bottom (gtk_list_box_row_get_child (GTK_LIST_BOX_ROW (row))), >, 0);
+  g_assert_true (results_show (fixture, "Assistant \u00b7 Why is the sky blue?"));
+  g_assert_true (results_show (fixture, "Assistant \u00b7 Bread <recipes> & more"));
 
   /* Down in the entry goes to the first result; Enter in the entry opens
    * it, as in other searches of the desktop. */
@@ -2769,7 +2772,7 @@ test_search (Fixture       *fixture,
 
     gtk_editable_set_text (entry, "rayleigh");
     g_assert_true (wait_for (fixture, results_show, "scattering, see the article and"));
-    g_assert_true (results_show (fixture, "Bread <recipes> & more \u00b7 Summary"));
+    g_assert_true (results_show (fixture, "Summary \u00b7 Bread <recipes> & more"));
     snippet = gtk_widget_get_last_child (gtk_widget_get_first_child (gtk_widget_get_first_child (results)));
     markup = gtk_label_get_label (GTK_LABEL (snippet));
     g_assert_null (strstr (markup, "**"));

@@ -77,9 +77,10 @@ result_row_new (KagedWindow               *self,
 
       if (title == NULL || title[0] == '\0')
         title = _("New Conversation");
-      /* Translators: where a search result was found: a conversation's
-       * title, and who wrote the message, e.g. "Baking at home · Assistant" */
-      where = g_strdup_printf (C_("search result", "%s · %s"), title, describe_author (hit->role));
+      /* Translators: where a search result was found: who wrote the
+       * message, and the conversation's title, e.g. "Assistant · Baking at
+       * home"; the title is cut short when it does not fit */
+      where = g_strdup_printf (C_("search result", "%s · %s"), describe_author (hit->role), title);
       caption = gtk_label_new (where);
 
       gtk_label_set_xalign (GTK_LABEL (caption), 0);
@@ -90,6 +91,8 @@ result_row_new (KagedWindow               *self,
     }
 
   gtk_box_append (GTK_BOX (box), label);
+  gtk_widget_set_margin_top (box, 6);
+  gtk_widget_set_margin_bottom (box, 6);
   gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
 
   return row;

@@ -2595,6 +2595,13 @@ test_too_large (Fixture       *fixture,
   g_assert_cmpuint (n_shown (fixture), ==, 0);
 }
 
+static gboolean
+sidebar_shows (Fixture       *fixture,
+               gconstpointer  data)
+{
+  return g_strcmp0 (gtk_stack_get_visible_child_name (child (fixture, "sidebar_stack")), data) == 0;
+}
+
 static void
 test_new_conversation_and_delete (Fixture       *fixture,
                                   gconstpointer  data)
@@ -2606,9 +2613,13 @@ test_new_conversation_and_delete (Fixture       *fixture,
   gint64 first;
   gint64 second;
 
+  /* Nothing yet: the sidebar says so. */
+  g_assert_true (sidebar_shows (fixture, "no-sessions"));
+
   send (fixture, "One");
   g_assert_true (wait_for (fixture, reply_complete, GUINT_TO_POINTER (1)));
   first = kaged_window_get_session_id (fixture->window);
+  g_assert_true (sidebar_shows (fixture, "sessions"));
 
   /* Ctrl+N: an empty conversation, made real by its first message. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
@@ -2641,8 +2652,15 @@ test_new_conversation_and_delete (Fixture       *fixture,
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 2);
   g_assert_cmpint (kaged_window_get_session_id (fixture->window), ==, second);
 
-  /* Deleted for good once the toast goes without Undo. */
+  /* Both deleted: the sidebar says there is none; Undo brings one back. */
+  kaged_window_delete_session (fixture->window, first);
   kaged_window_delete_session (fixture->window, second);
+  g_assert_true (sidebar_shows (fixture, "no-sessions"));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "session.undo-delete",
+                                             "x", first));
+  g_assert_true (sidebar_shows (fixture, "sessions"));
+
+  /* Deleted for good once the toast goes without Undo. */
   g_assert_cmpuint (g_list_model_get_n_items (model), ==, 1);
   gone = kaged_store_get_session (fixture->store, second, &error);
   g_assert_no_error (error);
@@ -2661,13 +2679,6 @@ results_show (Fixture       *fixture,
 
   return g_strcmp0 (gtk_stack_get_visible_child_name (stack), "results") == 0 &&
          label_shows (child (fixture, "results_view"), data);
-}
-
-static gboolean
-sidebar_shows (Fixture       *fixture,
-               gconstpointer  data)
-{
-  return g_strcmp0 (gtk_stack_get_visible_child_name (child (fixture, "sidebar_stack")), data) == 0;
 }
 
 static gboolean

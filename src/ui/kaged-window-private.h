@@ -89,6 +89,7 @@ struct _KagedWindow
 
 /* kaged-window.c */
 KagedSessionManager *kaged_window_get_manager          (KagedWindow      *self);
+void                 kaged_window_show_sessions_page   (KagedWindow      *self);
 void                 kaged_window_toast                (KagedWindow      *self,
                                                         const char       *title);
 void                 kaged_window_follow_end           (KagedWindow      *self);

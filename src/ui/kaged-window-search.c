@@ -122,7 +122,7 @@ run_search (KagedWindow *self)
 
   if (manager == NULL || query[0] == '\0' || !gtk_search_bar_get_search_mode (self->search_bar))
     {
-      gtk_stack_set_visible_child_name (self->sidebar_stack, "sessions");
+      kaged_window_show_sessions_page (self);
       return;
     }
 

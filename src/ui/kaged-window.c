@@ -837,11 +837,30 @@ session_activate_cb (KagedWindow *self,
   kaged_composer_focus (self->composer);
 }
 
+/**
+ * kaged_window_show_sessions_page:
+ *
+ * Shows the conversations in the sidebar, or that there are none yet.
+ */
+void
+kaged_window_show_sessions_page (KagedWindow *self)
+{
+  gboolean none = self->session_list == NULL ||
+                  g_list_model_get_n_items (G_LIST_MODEL (self->session_list)) == 0;
+
+  gtk_stack_set_visible_child_name (self->sidebar_stack, none ? "no-sessions" : "sessions");
+}
+
 static void
 session_list_items_changed_cb (KagedWindow *self)
 {
+  const char *page = gtk_stack_get_visible_child_name (self->sidebar_stack);
+
   select_shown_session (self);
   update_title (self);
+  /* Search results stay until the search ends. */
+  if (g_strcmp0 (page, "sessions") == 0 || g_strcmp0 (page, "no-sessions") == 0)
+    kaged_window_show_sessions_page (self);
 }
 
 static void
@@ -1391,6 +1410,7 @@ kaged_window_set_core (KagedWindow *self,
                            G_CALLBACK (session_list_items_changed_cb), self,
                            G_CONNECT_SWAPPED | G_CONNECT_AFTER);
   gtk_single_selection_set_model (self->session_selection, G_LIST_MODEL (self->session_list));
+  kaged_window_show_sessions_page (self);
 
   if (g_list_model_get_n_items (G_LIST_MODEL (self->session_list)) > 0)
     {

@@ -13,6 +13,10 @@
 
 #include "kaged-markdown.h"
 
+
+/* Inline code: the monospace font, on a grey tint that reads on light and
+ * dark backgrounds alike. */
+#define CODE_SPAN_OPEN "<span font_family=\"monospace\" bgcolor=\"#80808026\">"
 /**
  * KagedMarkdown:
  *
@@ -565,7 +569,7 @@ enter_span (MD_SPANTYPE  type,
       parser_open_span (parser, "<u>", "</u>");
       break;
     case MD_SPAN_CODE:
-      parser_open_span (parser, "<tt>", "</tt>");
+      parser_open_span (parser, CODE_SPAN_OPEN, "</span>");
       break;
     case MD_SPAN_A:
       parser_open_link (parser, &((const MD_SPAN_A_DETAIL *)detail)->href);

@@ -1205,6 +1205,9 @@ test_edit_dialog (Fixture       *fixture,
     gtk_text_buffer_set_text (buffer, "Why is the sky blue?", -1);
   }
 
+  /* Enter starts a new line here: the dialog says what sends. */
+  g_assert_true (label_shows (GTK_WIDGET (dialog), "Ctrl+Enter sends"));
+
   /* What Ctrl+Enter does. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (dialog), "edit.send", NULL));
   g_assert_null (find_message_dialog ());

@@ -530,6 +530,8 @@ kaged_window_new_edit_dialog (KagedWindow *self,
   GtkWidget *dialog;
   GtkWidget *scroller;
   GtkWidget *view;
+  GtkWidget *hint;
+  GtkWidget *extra;
 
   dialog = adw_message_dialog_new (GTK_WINDOW (self), _("Edit Message"),
                                    _("The edited message is sent as a new one, and the "
@@ -552,7 +554,19 @@ kaged_window_new_edit_dialog (KagedWindow *self,
   gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (scroller), 300);
   gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
   gtk_widget_add_css_class (scroller, "card");
-  adw_message_dialog_set_extra_child (ADW_MESSAGE_DIALOG (dialog), scroller);
+  /* Enter starts a new line here, unlike in the composer: said where the
+   * text is. */
+  hint = gtk_label_new (_("Ctrl+Enter sends"));
+  gtk_label_set_xalign (GTK_LABEL (hint), 1.0);
+  gtk_widget_add_css_class (hint, "caption");
+  gtk_widget_add_css_class (hint, "dim-label");
+  gtk_accessible_update_property (GTK_ACCESSIBLE (view),
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, _("Ctrl+Enter sends"),
+                                  -1);
+  extra = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_box_append (GTK_BOX (extra), scroller);
+  gtk_box_append (GTK_BOX (extra), hint);
+  adw_message_dialog_set_extra_child (ADW_MESSAGE_DIALOG (dialog), extra);
 
   adw_message_dialog_add_responses (ADW_MESSAGE_DIALOG (dialog),
                                     "cancel", _("_Cancel"),

@@ -778,6 +778,31 @@ test_versions_keep_failure_before_stop (Fixture       *fixture,
 
   stopped = kaged_session_manager_regenerate (fixture->manager, session_id, q1->message_id, &error);
   g_assert_no_error (error);
+
+  /* While the retry is under way, its reply is all the pager offers: the
+   * failures before it say nothing the retry banner does not. */
+  {
+    GListModel *model = G_LIST_MODEL (conversation);
+    gint64 deadline = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+    g_autoptr(KagedMessage) last = NULL;
+
+    for (;;)
+      {
+        g_clear_object (&last);
+        last = g_list_model_get_item (model, g_list_model_get_n_items (model) - 1);
+        if (kaged_message_get_role (last) == KAGED_MESSAGE_ROLE_AGENT &&
+            kaged_message_get_status (last) == KAGED_MESSAGE_STATUS_STREAMING)
+          break;
+        g_assert_cmpint (g_get_monotonic_time (), <, deadline);
+        g_main_context_iteration (NULL, TRUE);
+      }
+    versions = kaged_conversation_list_versions (conversation, q1->message_id, &error);
+    g_assert_no_error (error);
+    g_assert_cmpuint (versions->len, ==, 1);
+    g_assert_true (g_ptr_array_index (versions, 0) == last);
+    g_clear_pointer (&versions, g_ptr_array_unref);
+  }
+
   g_assert_true (kaged_session_manager_cancel (fixture->manager, session_id, stopped->run_id, &error));
   g_assert_no_error (error);
   wait_run (fixture, stopped->run_id);

@@ -612,6 +612,57 @@ test_window_key_default_remove (void)
   reset_settings (settings);
 }
 
+/* A window given a server on the command line takes its replies from it,
+ * not from the default profile: the profiles say so while it does. */
+static void
+test_window_command_line (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GSettings) settings = g_settings_new (BASE_APPLICATION_ID);
+  g_autoptr(KagedProfiles) profiles = NULL;
+  g_autoptr(KagedProfile) command_line = NULL;
+  g_autoptr(KagedStore) store = NULL;
+  g_autoptr(KagedCore) core = NULL;
+  g_autofree char *dir = g_dir_make_tmp (NULL, &error);
+  g_autofree char *db_path = g_build_filename (dir, "kaged.db", NULL);
+  KagedPreferencesWindow *window;
+  AdwPreferencesGroup *group;
+  g_autofree char *usual = NULL;
+
+  g_assert_no_error (error);
+  reset_settings (settings);
+  store = kaged_store_open (db_path, &error);
+  g_assert_no_error (error);
+  core = kaged_core_new (store, NULL, NULL, NULL, KAGED_CORE_FLAGS_NONE);
+  profiles = kaged_profiles_new (settings);
+  kaged_core_set_profiles (core, profiles);
+
+  window = kaged_preferences_window_new (NULL);
+  kaged_preferences_window_set_core (window, core);
+  group = ADW_PREFERENCES_GROUP (gtk_widget_get_template_child (GTK_WIDGET (window),
+                                                                KAGED_TYPE_PREFERENCES_WINDOW,
+                                                                "profiles_group"));
+  usual = g_strdup (adw_preferences_group_get_description (group));
+  g_assert_null (strstr (usual, "command line"));
+
+  command_line = kaged_profile_new ("Command Line", KAGED_PROVIDER_KIND_OPENAI,
+                                    "http://127.0.0.1:8080/v1", "local-model");
+  kaged_core_set_profile (core, command_line);
+  g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "command line"));
+  g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "http://127.0.0.1:8080/v1"));
+  g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "local-model"));
+
+  kaged_core_set_profile (core, NULL);
+  g_assert_cmpstr (adw_preferences_group_get_description (group), ==, usual);
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  kaged_core_shutdown (core);
+  g_clear_object (&core);
+  g_clear_object (&store);
+  kaged_test_remove_tree (dir);
+  reset_settings (settings);
+}
+
 typedef struct
 {
   AdwActionRow *row;
@@ -817,6 +868,7 @@ main (int   argc,
   g_test_add_func ("/preferences/window/lists-profiles", test_window_lists_profiles);
   g_test_add_func ("/preferences/window/add-and-edit", test_window_add_and_edit);
   g_test_add_func ("/preferences/window/key-default-remove", test_window_key_default_remove);
+  g_test_add_func ("/preferences/window/command-line", test_window_command_line);
   g_test_add_func ("/preferences/window/models-and-connection", test_window_models_and_connection);
   g_test_add_func ("/preferences/window/api-settings", test_window_api_settings);
 

@@ -31,12 +31,15 @@ struct _KagedPreferencesWindow
   KagedCore *core;
 
   /* Template children */
+  AdwPreferencesGroup *profiles_group;
   GtkListBox *profile_list;
   AdwPreferencesGroup *api_group;
   GtkSwitch *api_enabled_switch;
   GtkSpinButton *api_port_button;
   AdwActionRow *api_status_row;
 };
+
+static void update_profiles_description (KagedPreferencesWindow *self);
 
 G_DEFINE_FINAL_TYPE (KagedPreferencesWindow, kaged_preferences_window, ADW_TYPE_PREFERENCES_WINDOW)
 
@@ -214,6 +217,7 @@ kaged_preferences_window_class_init (KagedPreferencesWindowClass *klass)
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                APPLICATION_PATH "/kaged-preferences-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, profiles_group);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, profile_list);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_group);
   gtk_widget_class_bind_template_child (widget_class, KagedPreferencesWindow, api_enabled_switch);
@@ -234,6 +238,7 @@ kaged_preferences_window_init (KagedPreferencesWindow *self)
   g_autofree char *api_description = NULL;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  update_profiles_description (self);
 
   self->settings = g_settings_new (BASE_APPLICATION_ID);
 
@@ -275,6 +280,30 @@ kaged_preferences_window_new (GtkWindow *transient_for)
                        NULL);
 }
 
+/* A server given on the command line is where this run's replies come
+ * from, whatever the default profile: said where the profiles are. */
+static void
+update_profiles_description (KagedPreferencesWindow *self)
+{
+  KagedProfile *profile = self->core != NULL ? kaged_core_get_profile (self->core) : NULL;
+  const char *id = profile != NULL ? kaged_profile_get_id (profile) : NULL;
+  g_autofree char *description = NULL;
+
+  if (profile != NULL && (id == NULL || id[0] == '\0'))
+    /* Translators: the first %s is a server's address, the second a model's name */
+    description = g_strdup_printf (_("Until Kaged quits, replies come from the server given on the "
+                                     "command line, %s, with the model %s. Otherwise they come from "
+                                     "these profiles: new conversations start with the default one. "
+                                     "A local Ollama needs no key."),
+                                   kaged_profile_get_base_url (profile),
+                                   kaged_profile_get_model (profile));
+  else
+    description = g_strdup (_("Where replies come from. New conversations start with the default "
+                              "profile. A local Ollama needs no key."));
+
+  adw_preferences_group_set_description (self->profiles_group, description);
+}
+
 /**
  * kaged_preferences_window_set_core:
  * @self: a #KagedPreferencesWindow
@@ -310,9 +339,13 @@ kaged_preferences_window_set_core (KagedPreferencesWindow *self,
       g_signal_connect_object (core, "notify::api-error",
                                G_CALLBACK (kaged_preferences_window_update_api_status),
                                self, G_CONNECT_SWAPPED);
+      g_signal_connect_object (core, "notify::profile",
+                               G_CALLBACK (update_profiles_description),
+                               self, G_CONNECT_SWAPPED);
     }
 
   kaged_preferences_window_update_api_status (self);
+  update_profiles_description (self);
 }
 
 /**

@@ -230,6 +230,21 @@ run_done (Fixture       *fixture,
   return run != NULL && kaged_run_get_status (run) == KAGED_RUN_STATUS_SUCCEEDED;
 }
 
+/* The list of models is as tall as its rows, up to its most (then it
+ * scrolls): not as tall as a scroll bar would want. */
+static void
+assert_list_fits (Fixture *fixture)
+{
+  GtkWidget *list = child (fixture, "models_list");
+  GtkWidget *scroller = gtk_widget_get_ancestor (list, GTK_TYPE_SCROLLED_WINDOW);
+  int height = 0;
+  int shown = 0;
+
+  gtk_widget_measure (list, GTK_ORIENTATION_VERTICAL, -1, NULL, &height, NULL, NULL);
+  gtk_widget_measure (scroller, GTK_ORIENTATION_VERTICAL, -1, NULL, &shown, NULL, NULL);
+  g_assert_cmpint (shown, ==, MIN (height, 240));
+}
+
 /* The chooser lists the server's models, sets one picked or typed and the
  * system prompt, and the next reply is asked of that model with it. */
 static void
@@ -253,6 +268,19 @@ test_choose (Fixture       *fixture,
   g_assert_true (wait_for (fixture, rows_at_least, GUINT_TO_POINTER (3)));
   g_assert_cmpuint (kaged_fake_server_get_n_requests (fixture->fake, "/v1/models"), ==, 1);
   g_assert_nonnull (row_for (fixture, NULL));
+
+  assert_list_fits (fixture);
+
+  /* Use This Model is offered once there is a name to use. */
+  {
+    GtkEntry *entry = child (fixture, "model_entry");
+
+    g_assert_null (gtk_entry_get_icon_name (entry, GTK_ENTRY_ICON_SECONDARY));
+    gtk_editable_set_text (GTK_EDITABLE (entry), "typed-model");
+    g_assert_cmpstr (gtk_entry_get_icon_name (entry, GTK_ENTRY_ICON_SECONDARY), ==, "object-select-symbolic");
+    gtk_editable_set_text (GTK_EDITABLE (entry), "");
+    g_assert_null (gtk_entry_get_icon_name (entry, GTK_ENTRY_ICON_SECONDARY));
+  }
 
   g_signal_emit_by_name (child (fixture, "models_list"), "row-activated", row_for (fixture, "fake-small"));
   iterate ();
@@ -311,6 +339,7 @@ test_refused (Fixture       *fixture,
   open_popover (fixture);
   g_assert_true (wait_for (fixture, status_shown, "Type a model name"));
   g_assert_cmpuint (n_rows (fixture), ==, 1);
+  assert_list_fits (fixture);
 
   gtk_editable_set_text (child (fixture, "model_entry"), "typed-model");
   g_signal_emit_by_name (child (fixture, "model_entry"), "activate");

@@ -9,9 +9,9 @@
 
 #include <string.h>
 
-#include <adwaita.h>
 #include <glib/gi18n.h>
 
+#include "kaged-fit-bin.h"
 #include "kaged-message-details.h"
 #include "kaged-retry-text.h"
 
@@ -501,49 +501,6 @@ kaged_message_details_class_init (KagedMessageDetailsClass *klass)
   widget_class->unmap = kaged_message_details_unmap;
 }
 
-/* GTK 4.8's scrolled window asks its child for a height at no width in
- * particular, which a grid of wrapping labels answers for the narrowest
- * it could be: one word a line, taller than the popover's most. The
- * grid's wrapper answers for the grid at its natural width instead, so
- * the popover is as tall as what it says, up to its most. */
-static GtkSizeRequestMode
-fit_request_mode (GtkWidget *widget)
-{
-  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
-}
-
-static void
-fit_measure (GtkWidget      *widget,
-             GtkOrientation  orientation,
-             int             for_size,
-             int            *minimum,
-             int            *natural,
-             int            *minimum_baseline,
-             int            *natural_baseline)
-{
-  GtkWidget *child = gtk_widget_get_first_child (widget);
-
-  *minimum = *natural = 0;
-  if (child == NULL || !gtk_widget_should_layout (child))
-    return;
-
-  if (orientation == GTK_ORIENTATION_VERTICAL && for_size < 0)
-    gtk_widget_measure (child, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &for_size, NULL, NULL);
-  gtk_widget_measure (child, orientation, for_size, minimum, natural, NULL, NULL);
-}
-
-static void
-fit_allocate (GtkWidget *widget,
-              int        width,
-              int        height,
-              int        baseline)
-{
-  GtkWidget *child = gtk_widget_get_first_child (widget);
-
-  if (child != NULL && gtk_widget_should_layout (child))
-    gtk_widget_size_allocate (child, &(GtkAllocation) { 0, 0, width, height }, -1);
-}
-
 static void
 kaged_message_details_init (KagedMessageDetails *self)
 {
@@ -575,9 +532,10 @@ kaged_message_details_init (KagedMessageDetails *self)
   self->n_fixed_rows = row;
   self->attempt_widgets = g_ptr_array_new ();
 
-  fit = adw_bin_new ();
-  gtk_widget_set_layout_manager (fit, gtk_custom_layout_new (fit_request_mode, fit_measure, fit_allocate));
-  adw_bin_set_child (ADW_BIN (fit), GTK_WIDGET (self->grid));
+  /* As tall as the grid at its width, up to the most above: not as tall
+   * as its wrapped labels would be at their narrowest. */
+  fit = kaged_fit_bin_new ();
+  kaged_fit_bin_set_child (KAGED_FIT_BIN (fit), GTK_WIDGET (self->grid));
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), fit);
   gtk_popover_set_child (GTK_POPOVER (self), scroller);
 

@@ -278,6 +278,24 @@ new_model_row (const char *label,
   return row;
 }
 
+/* A list that fits shows no scroll bar: one that may show takes the room
+ * of its smallest, taller than a row or two. */
+static void
+update_models_scrolling (KagedModelChooser *self)
+{
+  GtkWidget *scroller = gtk_widget_get_ancestor (GTK_WIDGET (self->models_list), GTK_TYPE_SCROLLED_WINDOW);
+  int natural = 0;
+
+  if (scroller == NULL)
+    return;
+
+  gtk_widget_measure (GTK_WIDGET (self->models_list), GTK_ORIENTATION_VERTICAL, -1,
+                      NULL, &natural, NULL, NULL);
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
+                                  natural > gtk_scrolled_window_get_max_content_height (GTK_SCROLLED_WINDOW (scroller))
+                                  ? GTK_POLICY_AUTOMATIC : GTK_POLICY_NEVER);
+}
+
 /* The models of the chosen profile: its own first, then those it listed. */
 static void
 fill_models (KagedModelChooser *self,
@@ -313,6 +331,8 @@ fill_models (KagedModelChooser *self,
                            new_model_row (models[i], models[i],
                                           is_current_profile && g_strcmp0 (self->model, models[i]) == 0));
     }
+
+  update_models_scrolling (self);
 }
 
 static void refresh_models (KagedModelChooser *self);
@@ -412,6 +432,18 @@ model_entry_activate_cb (KagedModelChooser *self)
       gtk_editable_set_text (GTK_EDITABLE (self->model_entry), "");
       gtk_popover_popdown (self->popover);
     }
+}
+
+/* Use This Model, beside a name to use: not beside an empty entry. */
+static void
+model_entry_changed_cb (KagedModelChooser *self)
+{
+  g_autofree char *model = g_strstrip (g_strdup (gtk_editable_get_text (GTK_EDITABLE (self->model_entry))));
+
+  gtk_entry_set_icon_from_icon_name (self->model_entry, GTK_ENTRY_ICON_SECONDARY,
+                                     model[0] != '\0' ? "object-select-symbolic" : NULL);
+  if (model[0] != '\0')
+    gtk_entry_set_icon_tooltip_text (self->model_entry, GTK_ENTRY_ICON_SECONDARY, _("Use This Model"));
 }
 
 static void
@@ -689,6 +721,7 @@ kaged_model_chooser_class_init (KagedModelChooserClass *klass)
   gtk_widget_class_bind_template_callback (widget_class, preferences_clicked_cb);
   gtk_widget_class_bind_template_callback (widget_class, model_activated_cb);
   gtk_widget_class_bind_template_callback (widget_class, model_entry_activate_cb);
+  gtk_widget_class_bind_template_callback (widget_class, model_entry_changed_cb);
   gtk_widget_class_bind_template_callback (widget_class, save_prompt_clicked_cb);
 
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);

@@ -1048,6 +1048,20 @@ test_row_agent (RowFixture    *f,
   iterate ();
   g_assert_true (gtk_widget_is_sensitive (button (row, "Regenerate")));
 
+  /* An earlier version, paged back to, says so: the conversation goes on
+   * from the latest. */
+  kaged_message_set_superseded_by_run (message, 99);
+  iterate ();
+  {
+    g_autofree char *status = row_status (f);
+
+    g_assert_cmpstr (status, ==, "Earlier version");
+    g_assert_nonnull (shown_label (row, "Earlier version"));
+  }
+  kaged_message_set_superseded_by_run (message, 0);
+  iterate ();
+  g_assert_null (row_status (f));
+
   /* Its accessible description is the whole text. */
   gtk_test_accessible_assert_property (GTK_ACCESSIBLE (row), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
                                        "# Answer\n\nWith **bold**.");

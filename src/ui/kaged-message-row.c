@@ -350,6 +350,9 @@ kaged_message_row_describe_status (KagedMessageRow *self)
     case KAGED_MESSAGE_STATUS_NONE:
     case KAGED_MESSAGE_STATUS_COMPLETE:
     default:
+      /* Paged back to: the conversation goes on from the latest version. */
+      if (kaged_message_is_superseded (self->message))
+        return g_strdup (_("Earlier version"));
       return NULL;
     }
 }
@@ -424,6 +427,15 @@ update_status (KagedMessageRow *self)
 
   gtk_widget_set_visible (GTK_WIDGET (self->status_label), status != NULL);
   gtk_label_set_label (self->status_label, status != NULL ? status : "");
+  /* Set only when it changes: GTK 4.8 on X11 asks the display server
+   * where the pointer is each time a visible widget is given a tooltip. */
+  {
+    const char *tooltip = self->message != NULL && kaged_message_is_superseded (self->message)
+                          ? _("The conversation continues from the latest version") : NULL;
+
+    if (g_strcmp0 (gtk_widget_get_tooltip_text (GTK_WIDGET (self->status_label)), tooltip) != 0)
+      gtk_widget_set_tooltip_text (GTK_WIDGET (self->status_label), tooltip);
+  }
   update_tier1_wait (self);
 
   gtk_widget_set_visible (GTK_WIDGET (self->status_spinner), streaming);
@@ -1527,6 +1539,8 @@ kaged_message_row_init (KagedMessageRow *self)
   g_signal_group_connect_swapped (self->message_signals, "notify::retry-after-until",
                                   G_CALLBACK (update_state), self);
   g_signal_group_connect_swapped (self->message_signals, "notify::id",
+                                  G_CALLBACK (update_state), self);
+  g_signal_group_connect_swapped (self->message_signals, "notify::superseded-by-run",
                                   G_CALLBACK (update_state), self);
 
   self->server_profile_signals = g_signal_group_new (KAGED_TYPE_PROFILE);

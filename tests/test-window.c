@@ -1801,6 +1801,16 @@ test_stop_while_retrying (Fixture       *fixture,
 /* First run with the provider down: the reply says the server could not be
  * reached, the banner counts down to the retry, and the conversation shows
  * its retry in the sidebar while another one is shown. */
+static gboolean
+composer_placeholder_is (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  GtkLabel *label = GTK_LABEL (gtk_widget_get_template_child (GTK_WIDGET (fixture->composer),
+                                                              KAGED_TYPE_COMPOSER, "placeholder_label"));
+
+  return g_strcmp0 (gtk_label_get_label (label), data) == 0;
+}
+
 static void
 test_provider_unreachable (Fixture       *fixture,
                            gconstpointer  data)
@@ -1825,6 +1835,9 @@ test_provider_unreachable (Fixture       *fixture,
   /* The reply waits for the retry the banner counts down to. */
   g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
   g_assert_false (label_reads (child (fixture, "message_view"), "Failed"));
+  /* A message sent meanwhile stands the retry down: the composer says so
+   * before anything is typed. */
+  g_assert_true (wait_for (fixture, composer_placeholder_is, "Sending a message cancels the retry"));
 
   /* The retry failed the same way: no pager to read the same failure
    * twice, though the first was shown while the retry connected. */
@@ -1852,6 +1865,7 @@ test_provider_unreachable (Fixture       *fixture,
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.new-conversation", NULL));
   g_assert_false (kaged_retry_banner_get_revealed (child (fixture, "retry_banner")));
+  g_assert_true (composer_placeholder_is (fixture, "Write a message…"));
   for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL;
        item = gtk_widget_get_next_sibling (item))
     {

@@ -446,6 +446,23 @@ kaged_composer_set_disabled_reason (KagedComposer *self,
 }
 
 /**
+ * kaged_composer_set_placeholder:
+ * @placeholder: (nullable): what the empty composer says, or %NULL for
+ *   its usual "Write a message…"
+ *
+ * Says something of what sending does now, in the empty composer.
+ */
+void
+kaged_composer_set_placeholder (KagedComposer *self,
+                                const char    *placeholder)
+{
+  g_return_if_fail (KAGED_IS_COMPOSER (self));
+
+  gtk_label_set_label (self->placeholder_label,
+                       placeholder != NULL ? placeholder : _("Write a message…"));
+}
+
+/**
  * kaged_composer_send:
  *
  * Emits ::send with the text, unless it is empty or sending is disabled.

@@ -37,6 +37,8 @@ void        kaged_composer_set_running        (KagedComposer *self,
 const char *kaged_composer_get_disabled_reason (KagedComposer *self);
 void        kaged_composer_set_disabled_reason (KagedComposer *self,
                                                const char    *reason);
+void        kaged_composer_set_placeholder    (KagedComposer *self,
+                                               const char    *placeholder);
 void        kaged_composer_send               (KagedComposer *self);
 void        kaged_composer_stop               (KagedComposer *self);
 void        kaged_composer_focus              (KagedComposer *self);

@@ -805,7 +805,21 @@ update_row_retry_pending (KagedWindow     *self,
 void
 kaged_window_update_retry_pending (KagedWindow *self)
 {
+  g_autoptr(KagedRetryScheduler) scheduler = g_signal_group_dup_target (self->retry_signals);
+  KagedRetrySchedulerState state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
+
   foreach_row (self, update_row_retry_pending);
+
+  /* While a retry waits, a message sent stands it down (the conversation
+   * goes on from the message): the composer says so before anything is
+   * typed. */
+  if (scheduler != NULL)
+    state = kaged_retry_scheduler_get_state (scheduler);
+  kaged_composer_set_placeholder (self->composer,
+                                  state == KAGED_RETRY_SCHEDULER_STATE_ARMED ||
+                                  state == KAGED_RETRY_SCHEDULER_STATE_SCHEDULED ||
+                                  state == KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK
+                                  ? _("Sending a message cancels the retry") : NULL);
 }
 
 /* Which versions a reply's pager offers depends on how the reply ended

@@ -652,6 +652,16 @@ test_window_command_line (void)
   g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "http://127.0.0.1:8080/v1"));
   g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "local-model"));
 
+  /* Only the model given (--model): the default profile's server, with
+   * its id, and another model. */
+  g_clear_object (&command_line);
+  command_line = kaged_profile_copy (kaged_profiles_get_default (profiles));
+  g_assert_nonnull (kaged_profile_get_id (command_line));
+  kaged_profile_set_model (command_line, "other-model");
+  kaged_core_set_profile (core, command_line);
+  g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "command line"));
+  g_assert_nonnull (strstr (adw_preferences_group_get_description (group), "other-model"));
+
   kaged_core_set_profile (core, NULL);
   g_assert_cmpstr (adw_preferences_group_get_description (group), ==, usual);
 

@@ -464,6 +464,21 @@ kaged_core_get_profile (KagedCore *self)
 }
 
 /**
+ * kaged_core_get_run_profile:
+ *
+ * Returns: (transfer none) (nullable): the profile set for this run only
+ *   (given on the command line), which replies come from whatever the
+ *   default profile is, or %NULL
+ */
+KagedProfile *
+kaged_core_get_run_profile (KagedCore *self)
+{
+  g_return_val_if_fail (KAGED_IS_CORE (self), NULL);
+
+  return self->override;
+}
+
+/**
  * kaged_core_set_profile:
  * @profile: (nullable): the provider, base URL and model replies come
  *   from, or %NULL to follow the default profile again

@@ -88,6 +88,7 @@ KagedCoreFlags         kaged_core_get_flags          (KagedCore       *self);
 KagedProfile          *kaged_core_get_profile        (KagedCore       *self);
 void                   kaged_core_set_profile        (KagedCore       *self,
                                                       KagedProfile    *profile);
+KagedProfile          *kaged_core_get_run_profile    (KagedCore       *self);
 KagedProfiles         *kaged_core_get_profiles       (KagedCore       *self);
 void                   kaged_core_set_profiles       (KagedCore       *self,
                                                       KagedProfiles   *profiles);

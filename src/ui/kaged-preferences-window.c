@@ -199,6 +199,11 @@ kaged_preferences_window_dispose (GObject *object)
 {
   KagedPreferencesWindow *self = KAGED_PREFERENCES_WINDOW (object);
 
+  /* The core outlives the window: nothing of it reaches the window's
+   * children once they are gone. */
+  if (self->core != NULL)
+    g_signal_handlers_disconnect_by_data (self->core, self);
+  g_clear_object (&self->core);
   if (self->profile_list != NULL)
     gtk_list_box_bind_model (self->profile_list, NULL, NULL, NULL, NULL);
   gtk_widget_dispose_template (GTK_WIDGET (self), KAGED_TYPE_PREFERENCES_WINDOW);
@@ -280,23 +285,38 @@ kaged_preferences_window_new (GtkWindow *transient_for)
                        NULL);
 }
 
-/* A server given on the command line is where this run's replies come
+/* A profile given on the command line is where this run's replies come
  * from, whatever the default profile: said where the profiles are. */
 static void
 update_profiles_description (KagedPreferencesWindow *self)
 {
-  KagedProfile *profile = self->core != NULL ? kaged_core_get_profile (self->core) : NULL;
-  const char *id = profile != NULL ? kaged_profile_get_id (profile) : NULL;
+  KagedProfile *run = self->core != NULL ? kaged_core_get_run_profile (self->core) : NULL;
   g_autofree char *description = NULL;
 
-  if (profile != NULL && (id == NULL || id[0] == '\0'))
-    /* Translators: the first %s is a server's address, the second a model's name */
-    description = g_strdup_printf (_("Until Kaged quits, replies come from the server given on the "
-                                     "command line, %s, with the model %s. Otherwise they come from "
-                                     "these profiles: new conversations start with the default one. "
-                                     "A local Ollama needs no key."),
-                                   kaged_profile_get_base_url (profile),
-                                   kaged_profile_get_model (profile));
+  if (run != NULL)
+    {
+      const char *where = kaged_profile_get_base_url (run);
+      const char *model = kaged_profile_get_model (run);
+
+      if (where == NULL || where[0] == '\0')
+        where = kaged_profile_get_name (run);
+
+      if (model != NULL && model[0] != '\0')
+        /* Translators: the first %s is a server's address (or a profile's
+         * name), the second a model's name */
+        description = g_strdup_printf (_("Until Kaged quits, replies come from %s with the model %s, "
+                                         "as given on the command line. Otherwise they come from "
+                                         "these profiles: new conversations start with the default "
+                                         "one. A local Ollama needs no key."),
+                                       where, model);
+      else
+        /* Translators: %s is a server's address, or a profile's name */
+        description = g_strdup_printf (_("Until Kaged quits, replies come from %s, as given on the "
+                                         "command line. Otherwise they come from these profiles: new "
+                                         "conversations start with the default one. A local Ollama "
+                                         "needs no key."),
+                                       where != NULL ? where : "");
+    }
   else
     description = g_strdup (_("Where replies come from. New conversations start with the default "
                               "profile. A local Ollama needs no key."));

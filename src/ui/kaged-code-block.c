@@ -33,6 +33,12 @@
  * template: a streaming reply builds several blocks a second, each in the
  * frame that shows it, and GtkBuilder took three quarters of that time.
  */
+typedef enum {
+  WHEEL_AXIS_UNDECIDED,
+  WHEEL_AXIS_CONVERSATION,
+  WHEEL_AXIS_CODE,
+} WheelAxis;
+
 struct _KagedCodeBlock
 {
   GtkWidget parent_instance;
@@ -49,6 +55,10 @@ struct _KagedCodeBlock
   GtkButton *copy_button;
   GtkSourceView *source_view;
   GtkSourceBuffer *buffer;
+
+  /* Where a touchpad's scroll goes, decided at its first event: the
+   * conversation (up and down) or the code (sideways) */
+  WheelAxis wheel_axis;
 };
 
 G_DEFINE_FINAL_TYPE (KagedCodeBlock, kaged_code_block, GTK_TYPE_WIDGET)
@@ -254,6 +264,63 @@ copy_action (GtkWidget  *widget,
   kaged_code_block_copy (KAGED_CODE_BLOCK (widget));
 }
 
+/* --- the wheel over the code ---------------------------------------------------- */
+
+/* GTK 4.8's scrolled window, once it can scroll its child sideways, keeps
+ * every scroll event it gets, up and down too: the code's would stop the
+ * conversation from scrolling under the pointer wherever a line is too
+ * long. Up and down go to the conversation, by the steps its own wheel
+ * takes (a touchpad's swipe without its momentum, which only the
+ * conversation's own controller gives); sideways and Shift+wheel stay the
+ * code's. A touchpad's swipe goes one way from its first event to its
+ * end, so that a diagonal one does not jerk between the two. */
+static gboolean
+code_wheel_cb (GtkEventControllerScroll *controller,
+               double                    dx,
+               double                    dy,
+               KagedCodeBlock           *self)
+{
+  GtkWidget *scroller = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (controller));
+  GdkModifierType state = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (controller));
+  GtkWidget *outer;
+  GtkAdjustment *adjustment;
+  WheelAxis axis = self->wheel_axis;
+  double step;
+
+  if (axis == WHEEL_AXIS_UNDECIDED)
+    {
+      axis = (dy != 0.0 && fabs (dy) >= fabs (dx) && (state & GDK_SHIFT_MASK) == 0)
+             ? WHEEL_AXIS_CONVERSATION : WHEEL_AXIS_CODE;
+      /* Kept until the swipe ends; a mouse wheel's clicks have no end. */
+      if (gtk_event_controller_scroll_get_unit (controller) != GDK_SCROLL_UNIT_WHEEL)
+        self->wheel_axis = axis;
+    }
+
+  if (axis != WHEEL_AXIS_CONVERSATION || dy == 0.0)
+    return GDK_EVENT_PROPAGATE;
+
+  outer = gtk_widget_get_parent (scroller) != NULL
+          ? gtk_widget_get_ancestor (gtk_widget_get_parent (scroller), GTK_TYPE_SCROLLED_WINDOW)
+          : NULL;
+  if (outer == NULL)
+    return GDK_EVENT_PROPAGATE;
+
+  adjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (outer));
+  if (gtk_event_controller_scroll_get_unit (controller) == GDK_SCROLL_UNIT_WHEEL)
+    step = pow (gtk_adjustment_get_page_size (adjustment), 2.0 / 3.0);
+  else
+    step = 2.5;
+  gtk_adjustment_set_value (adjustment, gtk_adjustment_get_value (adjustment) + dy * step);
+
+  return GDK_EVENT_STOP;
+}
+
+static void
+code_wheel_ended_cb (KagedCodeBlock *self)
+{
+  self->wheel_axis = WHEEL_AXIS_UNDECIDED;
+}
+
 static void
 kaged_code_block_dispose (GObject *object)
 {
@@ -372,41 +439,6 @@ kaged_code_block_class_init (KagedCodeBlockClass *klass)
   gtk_widget_class_set_css_name (widget_class, "codeblock");
 }
 
-/* GTK 4.8's scrolled window keeps every wheel event it gets, even those
- * it cannot scroll by: the code's, which scrolls only sideways, would stop
- * the conversation from scrolling under the pointer. Up and down go to the
- * conversation, by the steps its own wheel takes; sideways and Shift+wheel
- * stay the code's. */
-static gboolean
-code_wheel_cb (GtkEventControllerScroll *controller,
-               double                    dx,
-               double                    dy,
-               gpointer                  user_data)
-{
-  GtkWidget *code = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (controller));
-  GdkModifierType state = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (controller));
-  GtkWidget *parent = gtk_widget_get_parent (code);
-  GtkWidget *outer;
-  GtkAdjustment *adjustment;
-  double step;
-
-  if (dy == 0.0 || fabs (dx) > fabs (dy) || (state & GDK_SHIFT_MASK) != 0 || parent == NULL)
-    return GDK_EVENT_PROPAGATE;
-
-  outer = gtk_widget_get_ancestor (parent, GTK_TYPE_SCROLLED_WINDOW);
-  if (outer == NULL)
-    return GDK_EVENT_PROPAGATE;
-
-  adjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (outer));
-  if (gtk_event_controller_scroll_get_unit (controller) == GDK_SCROLL_UNIT_WHEEL)
-    step = pow (gtk_adjustment_get_page_size (adjustment), 2.0 / 3.0);
-  else
-    step = 2.5;
-  gtk_adjustment_set_value (adjustment, gtk_adjustment_get_value (adjustment) + dy * step);
-
-  return GDK_EVENT_STOP;
-}
-
 static void
 kaged_code_block_init (KagedCodeBlock *self)
 {
@@ -457,7 +489,9 @@ kaged_code_block_init (KagedCodeBlock *self)
   wheel = gtk_event_controller_scroll_new (GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
   gtk_event_controller_set_name (wheel, "kaged-code-wheel");
   gtk_event_controller_set_propagation_phase (wheel, GTK_PHASE_CAPTURE);
-  g_signal_connect (wheel, "scroll", G_CALLBACK (code_wheel_cb), NULL);
+  g_signal_connect_object (wheel, "scroll", G_CALLBACK (code_wheel_cb), self, 0);
+  g_signal_connect_object (wheel, "scroll-begin", G_CALLBACK (code_wheel_ended_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (wheel, "scroll-end", G_CALLBACK (code_wheel_ended_cb), self, G_CONNECT_SWAPPED);
   gtk_widget_add_controller (scroller, wheel);
 
   self->buffer = gtk_source_buffer_new (NULL);

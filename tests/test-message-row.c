@@ -1057,7 +1057,14 @@ test_row_agent (RowFixture    *f,
 
     g_assert_cmpstr (status, ==, "Earlier version");
     g_assert_nonnull (shown_label (row, "Earlier version"));
+    g_assert_cmpstr (gtk_widget_get_tooltip_text (shown_label (row, "Earlier version")), ==,
+                     "The conversation continues from the latest version");
   }
+  /* One that failed says so, without the words of a whole version. */
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_FAILED);
+  iterate ();
+  g_assert_null (gtk_widget_get_tooltip_text (shown_label (row, "Failed")));
+  kaged_message_set_status (message, KAGED_MESSAGE_STATUS_COMPLETE);
   kaged_message_set_superseded_by_run (message, 0);
   iterate ();
   g_assert_null (row_status (f));
@@ -1229,9 +1236,12 @@ test_row_quota_clock_format (RowFixture    *f,
   g_assert_cmpstr (in_12h, !=, in_24h);
   g_assert_cmpstr (gtk_label_get_label (label), ==, in_12h);
 
-  /* Another failure has no time to say again. */
+  g_assert_cmpuint (g_signal_handler_find (settings, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, f->row), !=, 0);
+
+  /* Another failure has no time to say again: the card stops listening. */
   kaged_message_set_retry_class (message, KAGED_RETRY_CLASS_OVERLOADED);
   iterate ();
+  g_assert_cmpuint (g_signal_handler_find (settings, G_SIGNAL_MATCH_DATA, 0, 0, NULL, NULL, f->row), ==, 0);
   g_settings_set_string (settings, "clock-format", "24h");
   iterate ();
   g_assert_cmpstr (gtk_label_get_label (label), ==, "The provider is overloaded");

@@ -29,6 +29,12 @@
  * turns when none came for this long. */
 #define SPINNER_PAUSE_MS 1000
 
+/* How often a quota's time on a reply's card is put in words again. */
+#define QUOTA_TIME_REFRESH_SECONDS 60
+
+/* Bytes of an operator's text measured without a minimum width. */
+#define SHORT_OPERATOR_TEXT 256
+
 /**
  * KagedMessageRow:
  *
@@ -65,6 +71,8 @@ struct _KagedMessageRow
   char *model_name;
   guint queued : 1;
   guint retry_pending : 1;
+  /* The least a long operator's text is measured from (the template's) */
+  int operator_width_chars;
 
   GBindingGroup *message_bindings;
   GSignalGroup *message_signals;
@@ -73,9 +81,9 @@ struct _KagedMessageRow
   GSignalGroup *server_profile_signals;
   /* Counts down to the next attempt while Tier 1 waits */
   guint wait_source;
-  /* While the card says until when a quota is used up: the next day, and
+  /* While the card says until when a quota is used up: each minute, and
    * the desktop's clock format, say it again */
-  guint next_day_source;
+  guint quota_time_source;
   gulong clock_format_id;
   /* The status shown is of a streaming reply before its first words */
   guint awaiting_words : 1;
@@ -295,13 +303,27 @@ find_stopped_failure (KagedMessageRow *self)
   return NULL;
 }
 
+/* A whole message paged back to, which the conversation no longer goes
+ * on from. (One that failed or stopped says that instead.) */
+static gboolean
+shows_earlier_version (KagedMessageRow *self)
+{
+  KagedMessageStatus status;
+
+  if (self->message == NULL || !kaged_message_is_superseded (self->message))
+    return FALSE;
+
+  status = kaged_message_get_status (self->message);
+  return status == KAGED_MESSAGE_STATUS_NONE || status == KAGED_MESSAGE_STATUS_COMPLETE;
+}
+
 /**
  * kaged_message_row_describe_status:
  *
  * Returns: (transfer full) (nullable): the words the row shows about the
  *   state of its message — "Queued", "Connecting…", "Writing…", "Stopped",
- *   "Failed", … —
- *   or %NULL for a complete message
+ *   "Failed", "Earlier version", … — or %NULL for a complete message the
+ *   conversation goes on from
  */
 char *
 kaged_message_row_describe_status (KagedMessageRow *self)
@@ -350,8 +372,7 @@ kaged_message_row_describe_status (KagedMessageRow *self)
     case KAGED_MESSAGE_STATUS_NONE:
     case KAGED_MESSAGE_STATUS_COMPLETE:
     default:
-      /* Paged back to: the conversation goes on from the latest version. */
-      if (kaged_message_is_superseded (self->message))
+      if (shows_earlier_version (self))
         return g_strdup (_("Earlier version"));
       return NULL;
     }
@@ -430,7 +451,7 @@ update_status (KagedMessageRow *self)
   /* Set only when it changes: GTK 4.8 on X11 asks the display server
    * where the pointer is each time a visible widget is given a tooltip. */
   {
-    const char *tooltip = self->message != NULL && kaged_message_is_superseded (self->message)
+    const char *tooltip = !self->queued && shows_earlier_version (self)
                           ? _("The conversation continues from the latest version") : NULL;
 
     if (g_strcmp0 (gtk_widget_get_tooltip_text (GTK_WIDGET (self->status_label)), tooltip) != 0)
@@ -448,45 +469,43 @@ update_status (KagedMessageRow *self)
 static void update_state (KagedMessageRow *self);
 
 static gboolean
-next_day_cb (gpointer user_data)
+quota_time_cb (gpointer user_data)
 {
-  KagedMessageRow *self = user_data;
+  update_state (user_data);
 
-  self->next_day_source = 0;
-  update_state (self);
-
-  return G_SOURCE_REMOVE;
+  return G_SOURCE_CONTINUE;
 }
 
 /* A quota's time on the card names its day ("tomorrow", "Friday") and is
- * in the desktop's clock format: while it is shown, both are followed. */
+ * in the desktop's clock format: while it is shown, both are followed. It
+ * is said again each minute, as the retry banner does, so that a night
+ * asleep (when timers stand still) does not leave "tomorrow" for today. */
 static void
 watch_quota_time (KagedMessageRow *self,
                   gboolean         watch)
 {
   GSettings *clock_settings = kaged_retry_desktop_clock_settings ();
-  gint64 to_next_day;
 
-  g_clear_handle_id (&self->next_day_source, g_source_remove);
   if (!watch)
     {
+      g_clear_handle_id (&self->quota_time_source, g_source_remove);
       if (clock_settings != NULL)
         g_clear_signal_handler (&self->clock_format_id, clock_settings);
       return;
     }
 
+  /* Connected before the format is read: GSettings tells of changes to
+   * keys read while a handler is connected. */
   if (clock_settings != NULL && self->clock_format_id == 0)
     self->clock_format_id = g_signal_connect_object (clock_settings, "changed::clock-format",
                                                      G_CALLBACK (update_state), self,
                                                      G_CONNECT_SWAPPED);
-
-  /* A second into the new day, so that it is surely that day. */
-  to_next_day = kaged_retry_ms_to_next_day (g_get_real_time () / 1000) + 1000;
-  self->next_day_source = g_timeout_add_seconds_full (G_PRIORITY_DEFAULT,
-                                                      (guint) MIN (to_next_day / 1000, G_MAXUINT),
-                                                      next_day_cb, self, NULL);
-  g_source_set_static_name (g_main_context_find_source_by_id (NULL, self->next_day_source),
-                            "[kaged] quota card day");
+  if (self->quota_time_source == 0)
+    {
+      self->quota_time_source = g_timeout_add_seconds (QUOTA_TIME_REFRESH_SECONDS, quota_time_cb, self);
+      g_source_set_static_name (g_main_context_find_source_by_id (NULL, self->quota_time_source),
+                                "[kaged] quota card time");
+    }
 }
 
 static void
@@ -548,9 +567,9 @@ update_state (KagedMessageRow *self)
       const char *detail = kaged_message_get_error_message (self->message);
       g_autofree char *sentence = NULL;
 
-      sentence = kaged_message_row_describe_failure (self->message, FALSE);
       watch_quota_time (self, retry_class == KAGED_RETRY_CLASS_QUOTA_SCHEDULED &&
                               kaged_message_get_retry_after_until (self->message) > 0);
+      sentence = kaged_message_row_describe_failure (self->message, FALSE);
       if (self->retry_pending)
         gtk_widget_add_css_class (GTK_WIDGET (self->error_box), "retry-pending");
       else
@@ -630,9 +649,6 @@ forget_pending_content (KagedMessageRow *self)
   g_clear_object (&self->content_clock);
 }
 
-/* Bytes of an operator's text measured without a minimum width. */
-#define SHORT_OPERATOR_TEXT 256
-
 /* The operator's text as typed, without the blank lines before or after
  * it, which would only leave empty space in the bubble. */
 static void
@@ -657,7 +673,8 @@ set_operator_text (KagedMessageRow *self,
    * template's): one word per line, the least GTK would measure it from,
    * costs many times the layout shown. A short one is measured as it is,
    * cheaply, and its bubble is as wide as its text. */
-  gtk_label_set_width_chars (self->operator_label, end - start <= SHORT_OPERATOR_TEXT ? -1 : 16);
+  gtk_label_set_width_chars (self->operator_label,
+                             end - start <= SHORT_OPERATOR_TEXT ? -1 : self->operator_width_chars);
 
   if (*end == '\0' && start == content)
     {
@@ -1513,6 +1530,7 @@ kaged_message_row_init (KagedMessageRow *self)
 {
   self->streaming_interval = STREAMING_INTERVAL_MIN_US;
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->operator_width_chars = gtk_label_get_width_chars (self->operator_label);
   gtk_widget_set_layout_manager (GTK_WIDGET (self->bubble),
                                  gtk_custom_layout_new (bubble_request_mode, bubble_measure,
                                                         bubble_allocate));

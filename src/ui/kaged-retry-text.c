@@ -219,34 +219,6 @@ kaged_retry_desktop_uses_12h (void)
 }
 
 /**
- * kaged_retry_ms_to_next_day:
- * @now_ms: the time now, epoch milliseconds
- *
- * How long until the local day after @now_ms's begins: when words such
- * as "tomorrow" or a weekday have to be said again.
- *
- * Returns: milliseconds, at least 1
- */
-gint64
-kaged_retry_ms_to_next_day (gint64 now_ms)
-{
-  g_autoptr(GDateTime) now = g_date_time_new_from_unix_local (now_ms / 1000);
-  g_autoptr(GDateTime) midnight = NULL;
-  g_autoptr(GDateTime) next = NULL;
-
-  if (now == NULL)
-    return 24 * 3600 * G_GINT64_CONSTANT (1000);
-
-  midnight = g_date_time_new_local (g_date_time_get_year (now), g_date_time_get_month (now),
-                                    g_date_time_get_day_of_month (now), 0, 0, 0);
-  next = midnight != NULL ? g_date_time_add_days (midnight, 1) : NULL;
-  if (next == NULL)
-    return 24 * 3600 * G_GINT64_CONSTANT (1000);
-
-  return MAX (g_date_time_to_unix (next) * 1000 - now_ms, 1);
-}
-
-/**
  * kaged_retry_describe_wait_source:
  *
  * Returns: where a wait came from, in words to follow "wait set by", e.g.

@@ -26,7 +26,6 @@ char       *kaged_retry_describe_quota_until     (gint64               until_ms,
                                                   gboolean             use_12h);
 gboolean    kaged_retry_desktop_uses_12h         (void);
 GSettings  *kaged_retry_desktop_clock_settings   (void);
-gint64      kaged_retry_ms_to_next_day           (gint64               now_ms);
 const char *kaged_retry_describe_wait_source     (const char          *wait_source);
 char       *kaged_retry_describe_reason          (KagedRetryClass      retry_class,
                                                   guint                http_status,

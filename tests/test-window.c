@@ -1840,7 +1840,7 @@ test_provider_unreachable (Fixture       *fixture,
   g_assert_true (wait_for (fixture, composer_placeholder_is, "Sending a message cancels the retry"));
 
   /* The retry failed the same way: no pager to read the same failure
-   * twice, though the first was shown while the retry connected. */
+   * twice. */
   g_assert_true (wait_for (fixture, banner_says, "Retry 2 · "));
   g_assert_true (wait_for (fixture, reply_on_screen, "Waiting to retry"));
   settle (100);

@@ -748,8 +748,8 @@ was_followed (KagedConversation *self,
  * began, a retry that failed again — have nothing to read and are left
  * out, but for the one just before a current version that was stopped
  * before its first word (not one still under way): that one says why the
- * reply is missing; and but
- * for one that turns followed, which are read from it.
+ * reply is missing; and but for one that turns followed, which are read
+ * from it.
  * kaged_session_manager_list_versions() lists them all.
  *
  * Returns: (transfer full) (element-type KagedMessage): the replies, oldest
@@ -775,8 +775,8 @@ kaged_conversation_list_versions (KagedConversation  *self,
   objects = g_ptr_array_new_full (versions->len, g_object_unref);
   current = versions->len > 0 ? g_ptr_array_index (versions, versions->len - 1) : NULL;
   /* A retry that ended before its first word without failing (stopped):
-   * the failure before it is kept. Not while it is under way: the retry
-   * banner says why it runs. */
+   * the failure before it is kept, to say why there is no reply. Not
+   * while the retry is under way: until it ends, what it gives is read. */
   keep_before_current = current != NULL && is_empty (current) &&
                         kaged_message_get_status (current) != KAGED_MESSAGE_STATUS_FAILED &&
                         kaged_message_get_status (current) != KAGED_MESSAGE_STATUS_STREAMING;

@@ -19,7 +19,9 @@
  * propagates the child's natural height; text that wraps answers it for
  * the narrowest it could be, one word a line, far taller than it is shown.
  * Put between the scrolled window and such a child, this bin makes the
- * scrolled window as tall as what it shows, up to its most.
+ * scrolled window as tall as what it shows, up to its most. Its minimum
+ * height then is the child's at its natural width too: it belongs inside
+ * a parent that scrolls up and down.
  */
 struct _KagedFitBin
 {
@@ -74,6 +76,17 @@ kaged_fit_bin_size_allocate (GtkWidget *widget,
 
   if (self->child != NULL && gtk_widget_should_layout (self->child))
     gtk_widget_allocate (self->child, width, height, baseline, NULL);
+}
+
+static void
+kaged_fit_bin_compute_expand (GtkWidget *widget,
+                              gboolean  *hexpand,
+                              gboolean  *vexpand)
+{
+  KagedFitBin *self = KAGED_FIT_BIN (widget);
+
+  *hexpand = self->child != NULL && gtk_widget_compute_expand (self->child, GTK_ORIENTATION_HORIZONTAL);
+  *vexpand = self->child != NULL && gtk_widget_compute_expand (self->child, GTK_ORIENTATION_VERTICAL);
 }
 
 static void
@@ -135,6 +148,7 @@ kaged_fit_bin_class_init (KagedFitBinClass *klass)
   widget_class->get_request_mode = kaged_fit_bin_get_request_mode;
   widget_class->measure = kaged_fit_bin_measure;
   widget_class->size_allocate = kaged_fit_bin_size_allocate;
+  widget_class->compute_expand = kaged_fit_bin_compute_expand;
 
   /**
    * KagedFitBin:child:
@@ -190,6 +204,7 @@ kaged_fit_bin_set_child (KagedFitBin *self,
 {
   g_return_if_fail (KAGED_IS_FIT_BIN (self));
   g_return_if_fail (!child || GTK_IS_WIDGET (child));
+  g_return_if_fail (!child || child == self->child || gtk_widget_get_parent (child) == NULL);
 
   if (self->child == child)
     return;

@@ -13,10 +13,10 @@
 
 #include "kaged-markdown.h"
 
-
 /* Inline code: the monospace font, on a grey tint that reads on light and
  * dark backgrounds alike. */
 #define CODE_SPAN_OPEN "<span font_family=\"monospace\" bgcolor=\"#80808026\">"
+
 /**
  * KagedMarkdown:
  *

@@ -58,6 +58,7 @@ struct _KagedModelChooser
   GtkPopover     *popover;
   GtkDropDown    *profile_dropdown;
   GtkButton      *refresh_button;
+  GtkScrolledWindow *models_scroller;
   GtkListBox     *models_list;
   GtkLabel       *status_label;
   GtkButton      *preferences_button;
@@ -283,16 +284,12 @@ new_model_row (const char *label,
 static void
 update_models_scrolling (KagedModelChooser *self)
 {
-  GtkWidget *scroller = gtk_widget_get_ancestor (GTK_WIDGET (self->models_list), GTK_TYPE_SCROLLED_WINDOW);
   int natural = 0;
-
-  if (scroller == NULL)
-    return;
 
   gtk_widget_measure (GTK_WIDGET (self->models_list), GTK_ORIENTATION_VERTICAL, -1,
                       NULL, &natural, NULL, NULL);
-  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER,
-                                  natural > gtk_scrolled_window_get_max_content_height (GTK_SCROLLED_WINDOW (scroller))
+  gtk_scrolled_window_set_policy (self->models_scroller, GTK_POLICY_NEVER,
+                                  natural > gtk_scrolled_window_get_max_content_height (self->models_scroller)
                                   ? GTK_POLICY_AUTOMATIC : GTK_POLICY_NEVER);
 }
 
@@ -312,7 +309,10 @@ fill_models (KagedModelChooser *self,
     gtk_list_box_remove (self->models_list, child);
 
   if (profile == NULL)
-    return;
+    {
+      update_models_scrolling (self);
+      return;
+    }
 
   is_current_profile = profile == current;
   own = kaged_profile_get_model (profile);
@@ -440,9 +440,15 @@ model_entry_changed_cb (KagedModelChooser *self)
 {
   g_autofree char *model = g_strstrip (g_strdup (gtk_editable_get_text (GTK_EDITABLE (self->model_entry))));
 
+  gboolean offered = gtk_entry_get_icon_name (self->model_entry, GTK_ENTRY_ICON_SECONDARY) != NULL;
+
+  /* Changed only when it comes or goes, not at each key. */
+  if ((model[0] != '\0') == offered)
+    return;
+
   gtk_entry_set_icon_from_icon_name (self->model_entry, GTK_ENTRY_ICON_SECONDARY,
-                                     model[0] != '\0' ? "object-select-symbolic" : NULL);
-  if (model[0] != '\0')
+                                     offered ? NULL : "object-select-symbolic");
+  if (!offered)
     gtk_entry_set_icon_tooltip_text (self->model_entry, GTK_ENTRY_ICON_SECONDARY, _("Use This Model"));
 }
 
@@ -709,6 +715,7 @@ kaged_model_chooser_class_init (KagedModelChooserClass *klass)
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, popover);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, profile_dropdown);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, refresh_button);
+  gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, models_scroller);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, models_list);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, status_label);
   gtk_widget_class_bind_template_child (widget_class, KagedModelChooser, preferences_button);

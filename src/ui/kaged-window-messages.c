@@ -560,8 +560,8 @@ kaged_window_new_edit_dialog (KagedWindow *self,
   gtk_label_set_xalign (GTK_LABEL (hint), 1.0);
   gtk_widget_add_css_class (hint, "caption");
   gtk_widget_add_css_class (hint, "dim-label");
-  gtk_accessible_update_property (GTK_ACCESSIBLE (view),
-                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, _("Ctrl+Enter sends"),
+  gtk_accessible_update_relation (GTK_ACCESSIBLE (view),
+                                  GTK_ACCESSIBLE_RELATION_DESCRIBED_BY, hint, NULL,
                                   -1);
   extra = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
   gtk_box_append (GTK_BOX (extra), scroller);
@@ -757,18 +757,14 @@ bind_reply_run (KagedWindow     *self,
     }
 }
 
-/* Whether @message is the reply a Tier 2 retry of the conversation shown
- * waits to write again: the current reply to the retry's anchor, while the
- * retry counts down or waits for its time or the network. */
+/* Whether the Tier 2 retry of the conversation shown waits: it counts
+ * down, or waits for its time or the network. */
 static gboolean
-retry_waits_for (KagedWindow  *self,
-                 KagedMessage *message)
+retry_waiting (KagedWindow *self)
 {
   KagedRetryScheduler *scheduler = kaged_retry_banner_get_scheduler (self->retry_banner);
 
-  if (scheduler == NULL || !KAGED_IS_CONVERSATION (self->conversation) || message == NULL ||
-      kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_AGENT ||
-      kaged_message_is_superseded (message))
+  if (scheduler == NULL)
     return FALSE;
 
   switch (kaged_retry_scheduler_get_state (scheduler))
@@ -776,7 +772,7 @@ retry_waits_for (KagedWindow  *self,
     case KAGED_RETRY_SCHEDULER_STATE_ARMED:
     case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
     case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
-      break;
+      return TRUE;
     case KAGED_RETRY_SCHEDULER_STATE_IDLE:
     case KAGED_RETRY_SCHEDULER_STATE_DISPATCHING:
     case KAGED_RETRY_SCHEDULER_STATE_WATCHING:
@@ -784,17 +780,23 @@ retry_waits_for (KagedWindow  *self,
     default:
       return FALSE;
     }
-
-  return kaged_conversation_get_anchor_id (KAGED_CONVERSATION (self->conversation), message) ==
-         kaged_retry_scheduler_get_anchor_id (scheduler);
 }
 
-/**
- * kaged_window_update_retry_pending:
- *
- * Tells the rows shown which reply a Tier 2 retry waits to write again,
- * after the retry changed.
- */
+/* Whether @message is the reply a waiting Tier 2 retry of the
+ * conversation shown will write again: the current reply to its anchor. */
+static gboolean
+retry_waits_for (KagedWindow  *self,
+                 KagedMessage *message)
+{
+  if (!retry_waiting (self) || !KAGED_IS_CONVERSATION (self->conversation) || message == NULL ||
+      kaged_message_get_role (message) != KAGED_MESSAGE_ROLE_AGENT ||
+      kaged_message_is_superseded (message))
+    return FALSE;
+
+  return kaged_conversation_get_anchor_id (KAGED_CONVERSATION (self->conversation), message) ==
+         kaged_retry_scheduler_get_anchor_id (kaged_retry_banner_get_scheduler (self->retry_banner));
+}
+
 static void
 update_row_retry_pending (KagedWindow     *self,
                           KagedMessageRow *row)
@@ -802,30 +804,37 @@ update_row_retry_pending (KagedWindow     *self,
   kaged_message_row_set_retry_pending (row, retry_waits_for (self, kaged_message_row_get_message (row)));
 }
 
+/**
+ * kaged_window_update_composer_placeholder:
+ *
+ * While a retry waits, a message sent stands it down (the conversation
+ * goes on from the message): the empty composer says so.
+ */
+void
+kaged_window_update_composer_placeholder (KagedWindow *self)
+{
+  kaged_composer_set_placeholder (self->composer,
+                                  retry_waiting (self) ? _("Sending a message cancels the retry") : NULL);
+}
+
+/**
+ * kaged_window_update_retry_pending:
+ *
+ * After the retry of the conversation shown changed: tells the rows shown
+ * which reply it waits to write again, and the composer what sending does.
+ */
 void
 kaged_window_update_retry_pending (KagedWindow *self)
 {
-  g_autoptr(KagedRetryScheduler) scheduler = g_signal_group_dup_target (self->retry_signals);
-  KagedRetrySchedulerState state = KAGED_RETRY_SCHEDULER_STATE_IDLE;
-
   foreach_row (self, update_row_retry_pending);
-
-  /* While a retry waits, a message sent stands it down (the conversation
-   * goes on from the message): the composer says so before anything is
-   * typed. */
-  if (scheduler != NULL)
-    state = kaged_retry_scheduler_get_state (scheduler);
-  kaged_composer_set_placeholder (self->composer,
-                                  state == KAGED_RETRY_SCHEDULER_STATE_ARMED ||
-                                  state == KAGED_RETRY_SCHEDULER_STATE_SCHEDULED ||
-                                  state == KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK
-                                  ? _("Sending a message cancels the retry") : NULL);
+  kaged_window_update_composer_placeholder (self);
 }
 
 /* Which versions a reply's pager offers depends on how the reply ended
  * (an earlier failure without a word is worth reading beside a retry
- * still connecting, not beside a retry that failed the same way): once it
- * ends, its row lists them again, unless it shows another version. */
+ * stopped before its first word, not beside one still under way or one
+ * that failed the same way): once it ends, its row lists them again,
+ * unless it shows another version. */
 static void
 reply_status_cb (KagedMessage *message,
                  GParamSpec   *pspec,

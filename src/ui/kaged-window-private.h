@@ -108,6 +108,7 @@ gboolean             kaged_window_stop                 (KagedWindow      *self,
                                                         GError          **error);
 KagedListSpan       *kaged_window_span_conversation    (KagedWindow      *self,
                                                         GListModel       *conversation);
+void                 kaged_window_update_composer_placeholder (KagedWindow *self);
 void                 kaged_window_update_retry_pending (KagedWindow      *self);
 GtkWidget           *kaged_window_new_edit_dialog      (KagedWindow      *self,
                                                         gint64            message_id,

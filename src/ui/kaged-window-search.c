@@ -80,7 +80,7 @@ result_row_new (KagedWindow               *self,
       /* Translators: where a search result was found: who wrote the
        * message, and the conversation's title, e.g. "Assistant · Baking at
        * home"; the title is cut short when it does not fit */
-      where = g_strdup_printf (C_("search result", "%s · %s"), describe_author (hit->role), title);
+      where = g_strdup_printf (C_("search result: author, conversation", "%s · %s"), describe_author (hit->role), title);
       caption = gtk_label_new (where);
 
       gtk_label_set_xalign (GTK_LABEL (caption), 0);

@@ -424,7 +424,7 @@ kaged_window_show_session (KagedWindow *self,
     scheduler = kaged_retry_coordinator_get_scheduler (coordinator, self->session_id);
   kaged_retry_banner_set_scheduler (self->retry_banner, scheduler);
   g_signal_group_set_target (self->retry_signals, scheduler);
-  kaged_window_update_retry_pending (self);
+  kaged_window_update_composer_placeholder (self);
 
   if (self->session_id > 0 && kaged_window_get_manager (self) != NULL)
     conversation = kaged_window_open_conversation (self, self->session_id);

@@ -17,6 +17,8 @@
 
 #include "kaged-conversation-private.h"
 #include "kaged-model-chooser.h"
+#include "kaged-retry-banner.h"
+#include "kaged-retry-text.h"
 #include "kaged-session-list.h"
 #include "kaged-session-row.h"
 #include "kaged-window-fixture.h"
@@ -1402,6 +1404,167 @@ test_model_button_whole (Fixture       *fixture,
   g_assert_false (pango_layout_is_ellipsized (gtk_label_get_layout (label)));
 }
 
+/* The row of @session_id in the sidebar. */
+static KagedSessionRow *
+session_row_of (Fixture *fixture,
+                gint64   session_id)
+{
+  GtkWidget *sessions = child (fixture, "session_view");
+
+  for (GtkWidget *item = gtk_widget_get_first_child (sessions); item != NULL;
+       item = gtk_widget_get_next_sibling (item))
+    {
+      GtkWidget *row = gtk_widget_get_first_child (item);
+
+      if (KAGED_IS_SESSION_ROW (row) &&
+          kaged_session_row_get_session (KAGED_SESSION_ROW (row)) != NULL &&
+          kaged_session_get_id (kaged_session_row_get_session (KAGED_SESSION_ROW (row))) == session_id)
+        return KAGED_SESSION_ROW (row);
+    }
+
+  return NULL;
+}
+
+static gboolean
+session_tooltip_has (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  KagedSessionRow *row = session_row_of (fixture, kaged_window_get_session_id (fixture->window));
+  const char *tooltip = row != NULL ? gtk_widget_get_tooltip_text (GTK_WIDGET (row)) : NULL;
+
+  return tooltip != NULL && strstr (tooltip, data) != NULL;
+}
+
+/* Whether the banner says its time of day in 12 hours (@data TRUE) or 24. */
+static gboolean
+banner_in_12h (Fixture       *fixture,
+               gconstpointer  data)
+{
+  GtkWidget *banner = child (fixture, "retry_banner");
+  gboolean in_12h = label_shows (banner, "AM") || label_shows (banner, "PM");
+
+  return label_shows (banner, "Retry after") && in_12h == GPOINTER_TO_INT (data);
+}
+
+/* Notifications, as the desktop's notification server takes them: the
+ * body of the latest. */
+static const char notifications_xml[] =
+  "<node>"
+  "  <interface name='org.gtk.Notifications'>"
+  "    <method name='AddNotification'>"
+  "      <arg type='s' direction='in'/>"
+  "      <arg type='s' direction='in'/>"
+  "      <arg type='a{sv}' direction='in'/>"
+  "    </method>"
+  "    <method name='RemoveNotification'>"
+  "      <arg type='s' direction='in'/>"
+  "      <arg type='s' direction='in'/>"
+  "    </method>"
+  "  </interface>"
+  "</node>";
+
+static void
+notification_cb (GDBusConnection       *connection,
+                 const char            *sender,
+                 const char            *object_path,
+                 const char            *interface_name,
+                 const char            *method_name,
+                 GVariant              *parameters,
+                 GDBusMethodInvocation *invocation,
+                 gpointer               user_data)
+{
+  char **body = user_data;
+
+  if (g_str_equal (method_name, "AddNotification"))
+    {
+      g_autoptr(GVariant) notification = g_variant_get_child_value (parameters, 2);
+
+      g_free (*body);
+      *body = NULL;
+      g_variant_lookup (notification, "body", "s", body);
+    }
+  g_dbus_method_invocation_return_value (invocation, NULL);
+}
+
+static const GDBusInterfaceVTable notification_vtable = { notification_cb, NULL, NULL, { 0 } };
+
+static gboolean
+name_owned (Fixture       *fixture,
+            gconstpointer  data)
+{
+  GDBusConnection *connection = g_application_get_dbus_connection (G_APPLICATION (fixture->application));
+  g_autoptr(GVariant) reply = NULL;
+  gboolean owned = FALSE;
+
+  reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                       "org.freedesktop.DBus", "NameHasOwner", g_variant_new ("(s)", data),
+                                       G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
+  if (reply != NULL)
+    g_variant_get (reply, "(b)", &owned);
+
+  return owned;
+}
+
+static gboolean
+notified (Fixture       *fixture,
+          gconstpointer  data)
+{
+  char * const *body = data;
+
+  return *body != NULL;
+}
+
+/* A retry scheduled for later: the conversation's row in the sidebar says
+ * when in the desktop's clock format, as the banner does, and follows it
+ * when it changes. */
+static void
+test_sidebar_retry_clock_format (Fixture       *fixture,
+                                 gconstpointer  data)
+{
+  g_autoptr(GSettings) interface_settings = kaged_retry_new_interface_settings ();
+  g_autoptr(GDBusNodeInfo) info = g_dbus_node_info_new_for_xml (notifications_xml, NULL);
+  GDBusConnection *connection = g_application_get_dbus_connection (G_APPLICATION (fixture->application));
+  KagedRetryBanner *banner = child (fixture, "retry_banner");
+  g_autofree char *body = NULL;
+  g_autoptr(GError) error = NULL;
+  guint registration;
+  guint owner;
+
+  if (interface_settings == NULL)
+    {
+      g_test_skip ("org.gnome.desktop.interface is not installed");
+      return;
+    }
+
+  registration = g_dbus_connection_register_object (connection, "/org/gtk/Notifications",
+                                                    info->interfaces[0], &notification_vtable,
+                                                    &body, NULL, &error);
+  g_assert_no_error (error);
+  owner = g_bus_own_name_on_connection (connection, "org.gtk.Notifications", G_BUS_NAME_OWNER_FLAGS_NONE,
+                                        NULL, NULL, NULL, NULL);
+  g_assert_true (wait_for (fixture, name_owned, "org.gtk.Notifications"));
+
+  g_settings_set_string (interface_settings, "clock-format", "12h");
+  send_text (fixture, "Hello");
+  g_assert_true (wait_for (fixture, session_tooltip_has, "Retry after"));
+  g_assert_true (session_tooltip_has (fixture, "AM") || session_tooltip_has (fixture, "PM"));
+  g_assert_true (wait_for (fixture, notified, &body));
+  g_assert_true (strstr (body, " AM") != NULL || strstr (body, " PM") != NULL);
+  g_assert_true (wait_for (fixture, banner_in_12h, GINT_TO_POINTER (TRUE)));
+
+  g_settings_set_string (interface_settings, "clock-format", "24h");
+  settle (50);
+  g_assert_false (session_tooltip_has (fixture, "AM") || session_tooltip_has (fixture, "PM"));
+  g_assert_true (session_tooltip_has (fixture, "Retry after"));
+  g_assert_true (banner_in_12h (fixture, GINT_TO_POINTER (FALSE)));
+
+  g_settings_reset (interface_settings, "clock-format");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (banner), "retry-banner.cancel", NULL));
+  settle (50);
+  g_bus_unown_name (owner);
+  g_dbus_connection_unregister_object (connection, registration);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -1433,6 +1596,11 @@ main (int   argc,
   ADD_TEST ("/window/layout-restyles-no-page", test_layout_restyles_no_page);
   ADD_TEST ("/window/search-opens-at-match", test_search_opens_at_match);
   ADD_TEST ("/window/search-opens-at-recent-match", test_search_opens_at_recent_match);
+  /* The provider asks for an hour: a retry scheduled for a time of day. */
+  g_test_add ("/window/sidebar-retry-clock-format", Fixture,
+              "[{\"status\": 503, \"headers\": {\"x-should-retry\": \"false\", \"retry-after\": \"3600\"},"
+              " \"body\": \"Unavailable\"}]",
+              fixture_set_up, test_sidebar_retry_clock_format, fixture_tear_down);
 
   return g_test_run ();
 }

@@ -31,7 +31,6 @@ struct _KagedRetryNotifier
   KagedRetryCoordinator *coordinator;
   KagedSessionManager   *manager;
   GPtrArray             *watches;
-  GSettings             *interface_settings;
   gulong                 added_id;
 };
 
@@ -131,7 +130,7 @@ notify_scheduled (KagedRetryNotifier *self,
   g_autofree char *heading = NULL;
   g_autofree char *body = NULL;
   g_autofree char *reason = kaged_retry_dup_reason (scheduler);
-  g_autofree char *when = kaged_retry_dup_scheduled_label (scheduler, self->interface_settings);
+  g_autofree char *when = kaged_retry_dup_scheduled_label (scheduler);
 
   /* Translators: the title of a notification; %s is a conversation's title */
   heading = g_strdup_printf (_("Reply in “%s” will be retried later"), title);
@@ -318,7 +317,6 @@ kaged_retry_notifier_dispose (GObject *object)
   g_clear_pointer (&self->watches, g_ptr_array_unref);
   g_clear_object (&self->coordinator);
   g_clear_object (&self->manager);
-  g_clear_object (&self->interface_settings);
   g_clear_weak_pointer (&self->application);
 
   G_OBJECT_CLASS (kaged_retry_notifier_parent_class)->dispose (object);
@@ -334,7 +332,6 @@ static void
 kaged_retry_notifier_init (KagedRetryNotifier *self)
 {
   self->watches = g_ptr_array_new_with_free_func ((GDestroyNotify)watch_free);
-  self->interface_settings = kaged_retry_new_interface_settings ();
 }
 
 /**

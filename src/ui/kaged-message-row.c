@@ -559,8 +559,6 @@ update_state (KagedMessageRow *self)
 
   failed = agent && message_status == KAGED_MESSAGE_STATUS_FAILED;
   gtk_widget_set_visible (GTK_WIDGET (self->error_box), failed);
-  if (!failed)
-    watch_quota_time (self, FALSE);
   if (failed)
     {
       KagedRetryClass retry_class = kaged_message_get_retry_class (self->message);
@@ -592,6 +590,10 @@ update_state (KagedMessageRow *self)
         gtk_widget_set_visible (GTK_WIDGET (self->preferences_button),
                                 needs_preferences (retry_class) || (unreached && has_page));
       }
+    }
+  else
+    {
+      watch_quota_time (self, FALSE);
     }
 
   update_pager (self);

@@ -51,7 +51,7 @@ struct _KagedRetryBanner
 
   KagedRetryScheduler *scheduler;
   GSignalGroup *scheduler_signals;
-  GSettings *interface_settings;
+  gulong clock_format_id;
   GSource *refresh_source;
 
   GtkRevealer *revealer;
@@ -201,7 +201,7 @@ kaged_retry_banner_update (KagedRetryBanner *self)
       break;
 
     case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
-      status = kaged_retry_dup_scheduled_label (self->scheduler, self->interface_settings);
+      status = kaged_retry_dup_scheduled_label (self->scheduler);
       icon_name = "alarm-symbolic";
       self->refresh_source =
         kaged_clock_attach_timeout (kaged_retry_scheduler_get_clock (self->scheduler), NULL,
@@ -324,7 +324,7 @@ kaged_retry_banner_dispose (GObject *object)
   g_clear_object (&self->scheduler_signals);
   g_clear_object (&self->scheduler);
   kaged_clock_clear_source (&self->refresh_source);
-  g_clear_object (&self->interface_settings);
+  g_clear_signal_handler (&self->clock_format_id, kaged_retry_desktop_clock_settings ());
 
   g_clear_pointer ((GtkWidget **)&self->revealer, gtk_widget_unparent);
 
@@ -475,6 +475,7 @@ kaged_retry_banner_init (KagedRetryBanner *self)
 {
   Layout *wide = &self->layouts[LAYOUT_WIDE];
   Layout *narrow = &self->layouts[LAYOUT_NARROW];
+  GSettings *clock_settings;
   GtkWidget *squeezer;
   GtkWidget *box;
   GtkWidget *row;
@@ -483,10 +484,10 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   ensure_style (GTK_WIDGET (self));
 
   /* The desktop's 12h/24h choice, when the desktop's schema is installed. */
-  self->interface_settings = kaged_retry_new_interface_settings ();
-  if (self->interface_settings != NULL)
-    g_signal_connect_object (self->interface_settings, "changed::clock-format",
-                             G_CALLBACK (kaged_retry_banner_update), self, G_CONNECT_SWAPPED);
+  clock_settings = kaged_retry_desktop_clock_settings ();
+  if (clock_settings != NULL)
+    self->clock_format_id = g_signal_connect_swapped (clock_settings, "changed::clock-format",
+                                                      G_CALLBACK (kaged_retry_banner_update), self);
 
   self->scheduler_signals = g_signal_group_new (KAGED_TYPE_RETRY_SCHEDULER);
   g_signal_group_connect_object (self->scheduler_signals, "notify",

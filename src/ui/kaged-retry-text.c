@@ -377,33 +377,27 @@ kaged_retry_new_interface_settings (void)
 
 /**
  * kaged_retry_dup_scheduled_label:
- * @interface_settings: (nullable): from kaged_retry_new_interface_settings()
  *
  * Returns: (transfer full) (nullable): "Retry after 14:32" in the
- *   desktop's clock format while @scheduler is scheduled, else %NULL
+ *   desktop's clock format (kaged_retry_desktop_clock_settings(), which
+ *   tells when it changes) while @scheduler is scheduled, else %NULL
  */
 char *
-kaged_retry_dup_scheduled_label (KagedRetryScheduler *scheduler,
-                                 GSettings           *interface_settings)
+kaged_retry_dup_scheduled_label (KagedRetryScheduler *scheduler)
 {
-  g_autofree char *format = NULL;
   gint64 next;
   gint64 now;
 
   g_return_val_if_fail (KAGED_IS_RETRY_SCHEDULER (scheduler), NULL);
-  g_return_val_if_fail (!interface_settings || G_IS_SETTINGS (interface_settings), NULL);
 
   next = kaged_retry_scheduler_get_next_eligible_time (scheduler);
   if (kaged_retry_scheduler_get_state (scheduler) != KAGED_RETRY_SCHEDULER_STATE_SCHEDULED ||
       next <= 0)
     return NULL;
 
-  if (interface_settings != NULL)
-    format = g_settings_get_string (interface_settings, "clock-format");
-
   now = kaged_clock_get_wall_ms (kaged_retry_scheduler_get_clock (scheduler));
 
-  return kaged_retry_format_retry_after (next, now, g_strcmp0 (format, "12h") == 0);
+  return kaged_retry_format_retry_after (next, now, kaged_retry_desktop_uses_12h ());
 }
 
 /**

@@ -31,8 +31,7 @@ char       *kaged_retry_describe_reason          (KagedRetryClass      retry_cla
                                                   guint                http_status,
                                                   gint64               advised_wait_ms);
 char       *kaged_retry_dup_reason               (KagedRetryScheduler *scheduler);
-char       *kaged_retry_dup_scheduled_label      (KagedRetryScheduler *scheduler,
-                                                  GSettings           *interface_settings);
+char       *kaged_retry_dup_scheduled_label      (KagedRetryScheduler *scheduler);
 GSettings  *kaged_retry_new_interface_settings   (void);
 char       *kaged_retry_describe_connection      (KagedConnectionResult *result);
 char       *kaged_retry_describe_models_failure  (KagedRetryClass      retry_class,

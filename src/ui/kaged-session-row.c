@@ -21,6 +21,7 @@ struct _KagedSessionRow
   GBindingGroup         *session_bindings;
   GSignalGroup          *scheduler_signals;
   gulong                 scheduler_added_id;
+  gulong                 clock_format_id;
   /* Rename… from the menu: the menu, closing, may give the focus back to
    * its button once the entry has it */
   gboolean               menu_rename;
@@ -70,7 +71,7 @@ update_retry (KagedSessionRow *self)
           break;
 
         case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
-          tooltip = kaged_retry_dup_scheduled_label (scheduler, NULL);
+          tooltip = kaged_retry_dup_scheduled_label (scheduler);
           shown = TRUE;
           break;
 
@@ -253,6 +254,7 @@ kaged_session_row_dispose (GObject *object)
   if (self->coordinator != NULL)
     g_clear_signal_handler (&self->scheduler_added_id, self->coordinator);
   g_clear_object (&self->coordinator);
+  g_clear_signal_handler (&self->clock_format_id, kaged_retry_desktop_clock_settings ());
   g_clear_object (&self->session);
   g_clear_object (&self->session_bindings);
   g_clear_object (&self->scheduler_signals);
@@ -309,6 +311,7 @@ create_menu_cb (GtkMenuButton *menu_button,
 static void
 kaged_session_row_init (KagedSessionRow *self)
 {
+  GSettings *clock_settings;
   GtkEventController *keys;
 
   gtk_widget_init_template (GTK_WIDGET (self));
@@ -326,6 +329,11 @@ kaged_session_row_init (KagedSessionRow *self)
                                   G_CALLBACK (update_retry), self);
   g_signal_group_connect_swapped (self->scheduler_signals, "notify::next-eligible-time",
                                   G_CALLBACK (update_retry), self);
+  /* "Retry after 14:32" follows the desktop's 12h/24h choice. */
+  clock_settings = kaged_retry_desktop_clock_settings ();
+  if (clock_settings != NULL)
+    self->clock_format_id = g_signal_connect_swapped (clock_settings, "changed::clock-format",
+                                                      G_CALLBACK (update_retry), self);
 
   /* The entry and its controllers can outlive the row while a window is
    * destroyed (focus leaves the entry then): none may call a freed row. */

@@ -665,46 +665,89 @@ test_steady_width (Fixture       *f,
   g_assert_cmpint (minimum_width (status), >=, at_ten);
 }
 
-/* On a narrow window the buttons go under the words, and only one
- * arrangement is ever shown. */
+/* The label named @name shown in @banner, in whichever arrangement. */
+static GtkLabel *
+shown_label (GtkWidget  *banner,
+             const char *name)
+{
+  static const char * const suffixes[] = { "", "-narrow", "-phone" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (suffixes); i++)
+    {
+      g_autofree char *full = g_strconcat (name, suffixes[i], NULL);
+      GtkWidget *label = find_named (banner, full);
+
+      if (label != NULL && gtk_widget_get_mapped (label))
+        return GTK_LABEL (label);
+    }
+  g_assert_not_reached ();
+}
+
+static int
+lines_of (GtkLabel *label)
+{
+  return pango_layout_get_line_count (gtk_label_get_layout (label));
+}
+
+/* On a narrow window the buttons go under the words; on a phone the
+ * countdown has a line of its own above them. One arrangement is ever
+ * shown, and what it says reads on whole lines. */
 static void
 test_narrow (Fixture       *f,
              gconstpointer  data)
 {
   GtkWindow *narrow = GTK_WINDOW (gtk_window_new ());
-  KagedRetryBanner *banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
-  GtkWidget *wide_status;
-  GtkWidget *narrow_status;
+  GtkWindow *phone = GTK_WINDOW (gtk_window_new ());
+  KagedRetryBanner *narrow_banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
+  KagedRetryBanner *phone_banner = KAGED_RETRY_BANNER (kaged_retry_banner_new ());
+  GtkLabel *status;
 
-  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 529, 0, NULL);
+  fail_run (f, 1, KAGED_RETRY_CLASS_OVERLOADED, 503, 0, NULL);
 
   /* The wide window of the fixture shows the wide arrangement. */
   advance (f, 100);
   g_assert_true (gtk_widget_get_mapped (find_named (GTK_WIDGET (f->banner), "status")));
   g_assert_false (gtk_widget_get_mapped (find_named (GTK_WIDGET (f->banner), "status-narrow")));
 
-  gtk_window_set_default_size (narrow, 360, 200);
-  kaged_retry_banner_set_scheduler (banner, f->scheduler);
-  gtk_window_set_child (narrow, GTK_WIDGET (banner));
+  gtk_window_set_default_size (narrow, 560, 200);
+  kaged_retry_banner_set_scheduler (narrow_banner, f->scheduler);
+  gtk_window_set_child (narrow, GTK_WIDGET (narrow_banner));
   gtk_window_present (narrow);
+  gtk_window_set_default_size (phone, 360, 200);
+  kaged_retry_banner_set_scheduler (phone_banner, f->scheduler);
+  gtk_window_set_child (phone, GTK_WIDGET (phone_banner));
+  gtk_window_present (phone);
   advance (f, 100);
 
-  wide_status = find_named (GTK_WIDGET (banner), "status");
-  narrow_status = find_named (GTK_WIDGET (banner), "status-narrow");
-  g_assert_false (gtk_widget_get_mapped (wide_status));
-  g_assert_true (gtk_widget_get_mapped (narrow_status));
-  g_assert_cmpstr (gtk_label_get_label (GTK_LABEL (narrow_status)), ==, "Retrying in 2 s");
+  /* Beside the sidebar or alone in a small window: the status beside the
+   * buttons. */
+  status = shown_label (GTK_WIDGET (narrow_banner), "status");
+  g_assert_cmpstr (gtk_widget_get_name (GTK_WIDGET (status)), ==, "status-narrow");
+  g_assert_cmpstr (gtk_label_get_label (status), ==, "Retrying in 2 s");
+  g_assert_cmpint (lines_of (status), ==, 1);
+
+  /* On a phone: the reason, the countdown, each on a line. */
+  status = shown_label (GTK_WIDGET (phone_banner), "status");
+  g_assert_cmpstr (gtk_widget_get_name (GTK_WIDGET (status)), ==, "status-phone");
+  g_assert_cmpstr (gtk_label_get_label (status), ==, "Retrying in 2 s");
+  g_assert_cmpint (lines_of (status), ==, 1);
+  g_assert_cmpstr (gtk_label_get_label (shown_label (GTK_WIDGET (phone_banner), "reason")), ==,
+                   "The provider is overloaded (HTTP 503)");
+  g_assert_cmpint (lines_of (shown_label (GTK_WIDGET (phone_banner), "reason")), ==, 1);
 
   /* It fits the narrowest window, with a long countdown too. */
-  g_assert_cmpint (minimum_width (GTK_WIDGET (banner)), <=, 360);
+  g_assert_cmpint (minimum_width (GTK_WIDGET (phone_banner)), <=, 360);
   advance (f, 100);
   fail_run (f, 2, KAGED_RETRY_CLASS_QUOTA_SCHEDULED, 429, START_WALL_MS + 299 * 1000, NULL);
   advance (f, 100);
-  g_assert_true (gtk_widget_get_mapped (narrow_status));
-  g_assert_cmpint (minimum_width (GTK_WIDGET (banner)), <=, 360);
-  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (narrow)), <=, 360);
+  status = shown_label (GTK_WIDGET (phone_banner), "status");
+  g_assert_cmpint (lines_of (status), ==, 1);
+  g_assert_cmpint (minimum_width (GTK_WIDGET (phone_banner)), <=, 360);
+  g_assert_cmpint (gtk_widget_get_width (GTK_WIDGET (phone)), <=, 360);
+  g_assert_cmpint (lines_of (shown_label (GTK_WIDGET (narrow_banner), "status")), ==, 1);
 
   gtk_window_destroy (narrow);
+  gtk_window_destroy (phone);
   iterate ();
 }
 

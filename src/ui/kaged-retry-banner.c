@@ -17,11 +17,13 @@
  * becomes today at midnight. */
 #define LABEL_REFRESH_MS 60000
 
-/* The same contents in two arrangements: in a row when the window is wide,
- * with the buttons under the words when it is narrow. */
+/* The same contents in three arrangements: in a row when the window is
+ * wide, with the status and buttons under the words when it is narrow,
+ * and on a phone with the status on a line of its own above the buttons. */
 enum {
   LAYOUT_WIDE,
   LAYOUT_NARROW,
+  LAYOUT_PHONE,
   N_LAYOUTS
 };
 
@@ -78,7 +80,8 @@ static const char banner_css[] =
   ".kaged-retry-banner > .wide {\n"
   "  padding: 6px 6px 6px 12px;\n"
   "}\n"
-  ".kaged-retry-banner > .narrow {\n"
+  ".kaged-retry-banner > .narrow,\n"
+  ".kaged-retry-banner > .phone {\n"
   "  padding: 6px;\n"
   "}\n"
   ".kaged-retry-banner .kaged-retry-status {\n"
@@ -144,18 +147,29 @@ refresh_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
-/* While shown, the wide arrangement's status never needs less room than it
+/* While shown, a status beside the buttons never needs less room than it
  * did: a countdown from "10 s" to "9 s", or to "Retrying…", would otherwise
- * let it take the narrow one's place, moving the buttons under the pointer. */
+ * let its arrangement take the place of the next narrower one, moving the
+ * buttons under the pointer. */
 static void
-keep_status_width (KagedRetryBanner *self)
+keep_status_width (KagedRetryBanner *self,
+                   gboolean          keep)
 {
-  GtkWidget *status = GTK_WIDGET (self->layouts[LAYOUT_WIDE].status_label);
-  int minimum = 0;
+  for (guint i = LAYOUT_WIDE; i <= LAYOUT_NARROW; i++)
+    {
+      GtkWidget *status = GTK_WIDGET (self->layouts[i].status_label);
+      int minimum = 0;
 
-  /* The measure includes the size request: the widest status so far. */
-  gtk_widget_measure (status, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
-  gtk_widget_set_size_request (status, minimum, -1);
+      if (!keep)
+        {
+          gtk_widget_set_size_request (status, -1, -1);
+          continue;
+        }
+
+      /* The measure includes the size request: the widest status so far. */
+      gtk_widget_measure (status, GTK_ORIENTATION_HORIZONTAL, -1, &minimum, NULL, NULL, NULL);
+      gtk_widget_set_size_request (status, minimum, -1);
+    }
 }
 
 static void
@@ -188,7 +202,7 @@ kaged_retry_banner_update (KagedRetryBanner *self)
   /* While sliding out, the last words stay. */
   if (!shown)
     {
-      gtk_widget_set_size_request (GTK_WIDGET (self->layouts[LAYOUT_WIDE].status_label), -1, -1);
+      keep_status_width (self, FALSE);
       return;
     }
 
@@ -244,7 +258,7 @@ kaged_retry_banner_update (KagedRetryBanner *self)
         gtk_image_set_from_icon_name (layout->icon, icon_name);
     }
 
-  keep_status_width (self);
+  keep_status_width (self, TRUE);
 }
 
 static void
@@ -457,17 +471,22 @@ build_status (Layout     *layout,
 
 static void
 append_buttons (GtkBox     *box,
-                const char *suffix)
+                const char *suffix,
+                gboolean    expand)
 {
   g_autofree char *retry_name = g_strconcat ("retry-now", suffix, NULL);
   g_autofree char *cancel_name = g_strconcat ("cancel", suffix, NULL);
+  GtkWidget *retry_now = GTK_WIDGET (new_button (retry_name, _("_Retry Now"),
+                                                 "retry-banner.retry-now", _("Retry now"),
+                                                 _("Start the retry without waiting")));
+  GtkWidget *cancel = GTK_WIDGET (new_button (cancel_name, _("_Cancel Retry"),
+                                              "retry-banner.cancel", _("Cancel retry"),
+                                              _("Stop retrying this reply")));
 
-  gtk_box_append (box, GTK_WIDGET (new_button (retry_name, _("_Retry Now"),
-                                               "retry-banner.retry-now", _("Retry now"),
-                                               _("Start the retry without waiting"))));
-  gtk_box_append (box, GTK_WIDGET (new_button (cancel_name, _("_Cancel Retry"),
-                                               "retry-banner.cancel", _("Cancel retry"),
-                                               _("Stop retrying this reply"))));
+  gtk_widget_set_hexpand (retry_now, expand);
+  gtk_widget_set_hexpand (cancel, expand);
+  gtk_box_append (box, retry_now);
+  gtk_box_append (box, cancel);
 }
 
 static void
@@ -475,6 +494,7 @@ kaged_retry_banner_init (KagedRetryBanner *self)
 {
   Layout *wide = &self->layouts[LAYOUT_WIDE];
   Layout *narrow = &self->layouts[LAYOUT_NARROW];
+  Layout *phone = &self->layouts[LAYOUT_PHONE];
   GSettings *clock_settings;
   GtkWidget *squeezer;
   GtkWidget *box;
@@ -514,7 +534,7 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_box_append (GTK_BOX (box), GTK_WIDGET (wide->icon));
   gtk_box_append (GTK_BOX (box), texts);
   gtk_box_append (GTK_BOX (box), GTK_WIDGET (build_status (wide, "")));
-  append_buttons (GTK_BOX (box), "");
+  append_buttons (GTK_BOX (box), "", FALSE);
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 
   /* Narrow: icon and words, then status and buttons. */
@@ -530,10 +550,28 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_widget_set_margin_start (row, 6);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (build_status (narrow, "-narrow")));
   gtk_widget_set_hexpand (GTK_WIDGET (narrow->status_label), TRUE);
-  /* On a phone a long countdown takes two lines beside the buttons. */
-  gtk_label_set_wrap (narrow->status_label, TRUE);
-  gtk_label_set_wrap_mode (narrow->status_label, PANGO_WRAP_WORD_CHAR);
-  append_buttons (GTK_BOX (row), "-narrow");
+  append_buttons (GTK_BOX (row), "-narrow", FALSE);
+  gtk_box_append (GTK_BOX (box), row);
+  adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
+
+  /* Phone: the words with the whole width, the icon and status, then the
+   * buttons sharing a row. Nothing here is kept wider than it needs: this
+   * arrangement is the last, and always fits. */
+  box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_add_css_class (box, "phone");
+  texts = build_texts (phone, "-phone");
+  gtk_widget_set_margin_start (texts, 6);
+  gtk_box_append (GTK_BOX (box), texts);
+  row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+  gtk_widget_set_margin_start (row, 6);
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (phone->icon));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (build_status (phone, "-phone")));
+  gtk_label_set_wrap (phone->status_label, TRUE);
+  gtk_label_set_wrap_mode (phone->status_label, PANGO_WRAP_WORD_CHAR);
+  gtk_box_append (GTK_BOX (box), row);
+  row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+  gtk_box_set_homogeneous (GTK_BOX (row), TRUE);
+  append_buttons (GTK_BOX (row), "-phone", TRUE);
   gtk_box_append (GTK_BOX (box), row);
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 

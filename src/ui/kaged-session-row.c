@@ -12,6 +12,10 @@
 #include "kaged-retry-text.h"
 #include "kaged-session-row.h"
 
+/* A scheduled time is put in words again this often, so "tomorrow"
+ * becomes today at midnight. */
+#define TOOLTIP_REFRESH_MS 60000
+
 struct _KagedSessionRow
 {
   GtkWidget              parent_instance;
@@ -22,6 +26,7 @@ struct _KagedSessionRow
   GSignalGroup          *scheduler_signals;
   gulong                 scheduler_added_id;
   gulong                 clock_format_id;
+  GSource               *refresh_source;
   /* Rename… from the menu: the menu, closing, may give the focus back to
    * its button once the entry has it */
   gboolean               menu_rename;
@@ -49,6 +54,19 @@ title_to_label (GBinding     *binding,
   return TRUE;
 }
 
+static void update_retry (KagedSessionRow *self);
+
+static gboolean
+refresh_cb (gpointer user_data)
+{
+  KagedSessionRow *self = user_data;
+
+  g_clear_pointer (&self->refresh_source, g_source_unref);
+  update_retry (self);
+
+  return G_SOURCE_REMOVE;
+}
+
 static void
 update_retry (KagedSessionRow *self)
 {
@@ -56,6 +74,7 @@ update_retry (KagedSessionRow *self)
   g_autofree char *tooltip = NULL;
   gboolean shown = FALSE;
 
+  kaged_clock_clear_source (&self->refresh_source);
   if (scheduler != NULL)
     {
       KagedRetrySchedulerState state = kaged_retry_scheduler_get_state (scheduler);
@@ -73,6 +92,10 @@ update_retry (KagedSessionRow *self)
         case KAGED_RETRY_SCHEDULER_STATE_SCHEDULED:
           tooltip = kaged_retry_dup_scheduled_label (scheduler);
           shown = TRUE;
+          self->refresh_source =
+            kaged_clock_attach_timeout (kaged_retry_scheduler_get_clock (scheduler), NULL,
+                                        TOOLTIP_REFRESH_MS, refresh_cb, self, NULL,
+                                        "[kaged] sidebar retry time");
           break;
 
         case KAGED_RETRY_SCHEDULER_STATE_WAITING_FOR_NETWORK:
@@ -255,6 +278,7 @@ kaged_session_row_dispose (GObject *object)
     g_clear_signal_handler (&self->scheduler_added_id, self->coordinator);
   g_clear_object (&self->coordinator);
   g_clear_signal_handler (&self->clock_format_id, kaged_retry_desktop_clock_settings ());
+  kaged_clock_clear_source (&self->refresh_source);
   g_clear_object (&self->session);
   g_clear_object (&self->session_bindings);
   g_clear_object (&self->scheduler_signals);

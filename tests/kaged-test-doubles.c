@@ -166,3 +166,26 @@ test_network_monitor_set_available (TestNetworkMonitor *self,
   g_object_notify (G_OBJECT (self), "network-available");
   g_signal_emit_by_name (self, "network-changed", available);
 }
+
+/* Moves the fake @clock forward by @ms, letting every timeout due on the
+ * way dispatch at its own time, and what that starts run. */
+void
+test_clock_advance (KagedClock *clock,
+                    gint64      ms)
+{
+  KagedFakeClock *fake = KAGED_FAKE_CLOCK (clock);
+
+  while (g_main_context_iteration (NULL, FALSE))
+    ;
+
+  while (ms > 0)
+    {
+      guint64 next = kaged_fake_clock_next_deadline (fake);
+      gint64 step = next == 0 || next > (guint64)ms ? ms : (gint64)next;
+
+      kaged_fake_clock_advance (fake, step);
+      ms -= step;
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+    }
+}

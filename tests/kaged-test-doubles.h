@@ -46,4 +46,7 @@ struct _TestNetworkMonitor
 void test_network_monitor_set_available (TestNetworkMonitor *self,
                                          gboolean            available);
 
+void test_clock_advance                 (KagedClock         *clock,
+                                         gint64              ms);
+
 G_END_DECLS

@@ -9,9 +9,9 @@
 
 #include "config.h"
 
-#include <glib/gstdio.h>
 
 #include "kaged-store.h"
+#include "kaged-test-files.h"
 #include "kaged-test-time.h"
 #include "kaged-window-fixture.h"
 
@@ -128,9 +128,6 @@ void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
-  g_autoptr(GDir) dir = NULL;
-  const char *name;
-
   /* GTK 4.8 keeps the surface a tooltip was asked for and reads it when
    * its timer fires, if the window has gone meanwhile: it fires first. */
   kaged_test_run_for (700 * 1000);
@@ -152,14 +149,7 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_object (&fixture->server);
   g_clear_object (&fixture->settings);
 
-  dir = g_dir_open (fixture->dir, 0, NULL);
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (fixture->dir, name, NULL);
-
-      g_unlink (path);
-    }
-  g_rmdir (fixture->dir);
+  kaged_test_remove_tree (fixture->dir);
   g_clear_pointer (&fixture->dir, g_free);
   g_clear_pointer (&fixture->db_path, g_free);
 }

@@ -17,121 +17,43 @@
 #include "kaged-http.h"
 #include "kaged-keyring.h"
 #include "kaged-retry-notifier.h"
+#include "kaged-test-notifications.h"
 
 #define APP_ID "io.github.kaged.Kaged.NotifierTest"
 
 /* The session bus the test runs on, if any */
 static char *session_bus_address;
 
-static const char notifications_xml[] =
-  "<node>"
-  "  <interface name='org.gtk.Notifications'>"
-  "    <method name='AddNotification'>"
-  "      <arg type='s' direction='in'/>"
-  "      <arg type='s' direction='in'/>"
-  "      <arg type='a{sv}' direction='in'/>"
-  "    </method>"
-  "    <method name='RemoveNotification'>"
-  "      <arg type='s' direction='in'/>"
-  "      <arg type='s' direction='in'/>"
-  "    </method>"
-  "  </interface>"
-  "</node>";
-
 typedef struct
 {
-  char     *id;
-  GVariant *notification;   /* NULL: removed */
-} Event;
+  GTestDBus              *bus;
+  GDBusConnection        *connection;
+  TestNotificationServer *notifications;
+  GPtrArray              *events;    /* the notification server's */
 
-typedef struct
-{
-  GTestDBus           *bus;
-  GDBusConnection     *connection;
-  guint                registration;
-  guint                owner;
-  GPtrArray           *events;
-
-  char                *dir;
-  char                *db_path;
-  KagedClock          *clock;
-  KagedFakeServer     *server;
-  char                *url;
-  KagedStore          *store;
-  KagedSessionManager *manager;
-  KagedRetryCoordinator *coordinator;
-  GApplication        *application;
-  GtkWindow           *window;      /* with a display only */
-  KagedRetryNotifier  *notifier;
-  KagedSession        *session;
+  char                   *dir;
+  char                   *db_path;
+  KagedClock             *clock;
+  KagedFakeServer        *server;
+  char                   *url;
+  KagedStore             *store;
+  KagedSessionManager    *manager;
+  KagedRetryCoordinator  *coordinator;
+  GApplication           *application;
+  GtkWindow              *window;      /* with a display only */
+  KagedRetryNotifier     *notifier;
+  KagedSession           *session;
 } Fixture;
-
-static void
-event_free (Event *event)
-{
-  g_free (event->id);
-  g_clear_pointer (&event->notification, g_variant_unref);
-  g_free (event);
-}
-
-static void
-method_call_cb (GDBusConnection       *connection,
-                const char            *sender,
-                const char            *object_path,
-                const char            *interface_name,
-                const char            *method_name,
-                GVariant              *parameters,
-                GDBusMethodInvocation *invocation,
-                gpointer               user_data)
-{
-  Fixture *fixture = user_data;
-  Event *event = g_new0 (Event, 1);
-  const char *app_id = NULL;
-  const char *id = NULL;
-
-  if (g_str_equal (method_name, "AddNotification"))
-    g_variant_get (parameters, "(&s&s@a{sv})", &app_id, &id, &event->notification);
-  else
-    g_variant_get (parameters, "(&s&s)", &app_id, &id);
-
-  g_assert_cmpstr (app_id, ==, APP_ID);
-  event->id = g_strdup (id);
-  g_ptr_array_add (fixture->events, event);
-
-  g_dbus_method_invocation_return_value (invocation, NULL);
-}
-
-static const GDBusInterfaceVTable vtable = { method_call_cb, NULL, NULL, { 0 } };
-
-static gboolean
-name_owned (GDBusConnection *connection)
-{
-  g_autoptr(GVariant) reply = NULL;
-  gboolean owned = FALSE;
-
-  reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus", "NameHasOwner",
-                                       g_variant_new ("(s)", "org.gtk.Notifications"),
-                                       G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE, -1,
-                                       NULL, NULL);
-  if (reply != NULL)
-    g_variant_get (reply, "(b)", &owned);
-
-  return owned;
-}
 
 static void
 fixture_set_up (Fixture       *fixture,
                 gconstpointer  data)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GDBusNodeInfo) info = g_dbus_node_info_new_for_xml (notifications_xml, NULL);
   g_autoptr(KagedKeyring) keyring = kaged_memory_keyring_new ();
   g_autoptr(KagedRandom) random = kaged_random_new_with_seed (5);
   g_autoptr(KagedResolver) resolver = NULL;
   g_autoptr(KagedProfile) profile = NULL;
-
-  fixture->events = g_ptr_array_new_with_free_func ((GDestroyNotify)event_free);
 
   /* GTK keeps its session bus connection until the process ends, which a
    * bus of the test's own could not wait for: a GTK fixture uses the
@@ -148,15 +70,8 @@ fixture_set_up (Fixture       *fixture,
   fixture->connection = g_bus_get_sync (G_BUS_TYPE_SESSION, NULL, &error);
   g_assert_no_error (error);
 
-  fixture->registration =
-    g_dbus_connection_register_object (fixture->connection, "/org/gtk/Notifications",
-                                       info->interfaces[0], &vtable, fixture, NULL, &error);
-  g_assert_no_error (error);
-  fixture->owner = g_bus_own_name_on_connection (fixture->connection, "org.gtk.Notifications",
-                                                 G_BUS_NAME_OWNER_FLAGS_NONE,
-                                                 NULL, NULL, NULL, NULL);
-  while (!name_owned (fixture->connection))
-    g_main_context_iteration (NULL, TRUE);
+  fixture->notifications = test_notification_server_new (fixture->connection, APP_ID);
+  fixture->events = test_notification_server_get_events (fixture->notifications);
 
   /* With a display, a GTK application whose window can have the focus. */
   if (data != NULL)
@@ -220,13 +135,12 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_object (&fixture->application);
   g_clear_pointer (&fixture->url, g_free);
 
-  g_bus_unown_name (fixture->owner);
-  g_dbus_connection_unregister_object (fixture->connection, fixture->registration);
+  fixture->events = NULL;
+  g_clear_pointer (&fixture->notifications, test_notification_server_free);
   g_clear_object (&fixture->connection);
   if (fixture->bus != NULL)
     g_test_dbus_down (fixture->bus);
   g_clear_object (&fixture->bus);
-  g_clear_pointer (&fixture->events, g_ptr_array_unref);
 
   g_unlink (wal);
   g_unlink (shm);
@@ -240,8 +154,7 @@ static void
 wait_events (Fixture *fixture,
              guint    n)
 {
-  while (fixture->events->len < n)
-    g_main_context_iteration (NULL, TRUE);
+  test_notification_server_wait (fixture->notifications, n);
 
   g_assert_cmpuint (fixture->events->len, >=, n);
 }
@@ -312,7 +225,7 @@ test_scheduled_then_cancelled (Fixture       *fixture,
   const char *title = NULL;
   const char *body = NULL;
   const char *default_action = NULL;
-  Event *event;
+  TestNotificationEvent *event;
 
   scheduler = post_and_wait_scheduled (fixture);
   wait_events (fixture, 1);
@@ -357,7 +270,7 @@ test_scheduled_then_reply_ready (Fixture       *fixture,
   g_autofree char *result_id = kaged_retry_notifier_dup_result_id (session_id);
   KagedRetryScheduler *scheduler;
   const char *title = NULL;
-  Event *event;
+  TestNotificationEvent *event;
 
   scheduler = post_and_wait_scheduled (fixture);
   wait_events (fixture, 1);
@@ -391,7 +304,7 @@ test_scheduled_then_gave_up (Fixture       *fixture,
   KagedRetryScheduler *scheduler;
   const char *title = NULL;
   const char *body = NULL;
-  Event *event;
+  TestNotificationEvent *event;
 
   /* Rate limited for 50 minutes; then the key turns out to be wrong. */
   kaged_fake_server_set_scenario (fixture->server,
@@ -438,7 +351,7 @@ test_retrying_offers_cancel (Fixture       *fixture,
   g_autoptr(KagedRun) run = NULL;
   KagedRetryScheduler *scheduler;
   gint64 retry_run_id;
-  Event *event;
+  TestNotificationEvent *event;
 
   /* Rate limited for 50 minutes; the retry's answer then never comes. */
   kaged_fake_server_set_scenario (fixture->server,
@@ -491,7 +404,7 @@ test_result_only_unfocused (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   KagedRetryScheduler *scheduler;
   const char *title = NULL;
-  Event *event;
+  TestNotificationEvent *event;
 
   kaged_fake_server_set_scenario (fixture->server,
     "[{\"status\": 429, \"headers\": {\"retry-after\": \"3000\"}, "
@@ -510,11 +423,11 @@ test_result_only_unfocused (Fixture       *fixture,
   /* In front: scheduled, retrying, then withdrawn, and nothing more. */
   scheduler = post_and_wait_scheduled (fixture);
   wait_events (fixture, 1);
-  g_assert_nonnull (((Event *)g_ptr_array_index (fixture->events, 0))->notification);
+  g_assert_nonnull (((TestNotificationEvent *)g_ptr_array_index (fixture->events, 0))->notification);
   wait_retry_done (fixture, scheduler);
   wait_events (fixture, 3);
-  g_assert_nonnull (((Event *)g_ptr_array_index (fixture->events, 1))->notification);
-  g_assert_null (((Event *)g_ptr_array_index (fixture->events, 2))->notification);
+  g_assert_nonnull (((TestNotificationEvent *)g_ptr_array_index (fixture->events, 1))->notification);
+  g_assert_null (((TestNotificationEvent *)g_ptr_array_index (fixture->events, 2))->notification);
   while (g_main_context_iteration (NULL, FALSE))
     ;
   g_assert_cmpuint (fixture->events->len, ==, 3);

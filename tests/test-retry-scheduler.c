@@ -114,25 +114,11 @@ iterate (void)
     ;
 }
 
-/* Moves the fake clock forward by @ms, letting every timeout due on the
- * way dispatch at its own time. */
 static void
 advance (Fixture *f,
          gint64   ms)
 {
-  KagedFakeClock *clock = KAGED_FAKE_CLOCK (f->clock);
-
-  iterate ();
-
-  while (ms > 0)
-    {
-      guint64 next = kaged_fake_clock_next_deadline (clock);
-      gint64 step = next == 0 || next > (guint64)ms ? ms : (gint64)next;
-
-      kaged_fake_clock_advance (clock, step);
-      ms -= step;
-      iterate ();
-    }
+  test_clock_advance (f->clock, ms);
 }
 
 static KagedRetryScheduler *

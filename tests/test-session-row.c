@@ -10,14 +10,13 @@
 #include "config.h"
 
 #include <adwaita.h>
-#include <glib/gstdio.h>
-
 #include "kaged-fake-server.h"
 #include "kaged-http.h"
 #include "kaged-keyring.h"
 #include "kaged-retry-coordinator.h"
 #include "kaged-session-row.h"
 #include "kaged-test-doubles.h"
+#include "kaged-test-files.h"
 
 /* 13:42 UTC on Tuesday 10 March 2026. */
 #define START_WALL_MS ((gint64)1773150120000)
@@ -70,9 +69,6 @@ static void
 fixture_tear_down (Fixture       *fixture,
                    gconstpointer  data)
 {
-  g_autoptr(GDir) dir = NULL;
-  const char *name;
-
   g_clear_object (&fixture->coordinator);
   g_clear_object (&fixture->manager);
   g_clear_object (&fixture->store);
@@ -80,14 +76,7 @@ fixture_tear_down (Fixture       *fixture,
   g_clear_object (&fixture->monitor);
   g_clear_object (&fixture->clock);
 
-  dir = g_dir_open (fixture->dir, 0, NULL);
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (fixture->dir, name, NULL);
-
-      g_unlink (path);
-    }
-  g_rmdir (fixture->dir);
+  kaged_test_remove_tree (fixture->dir);
   g_clear_pointer (&fixture->dir, g_free);
   g_clear_pointer (&fixture->db_path, g_free);
 }
@@ -99,23 +88,11 @@ iterate (void)
     ;
 }
 
-/* Moves the fake clock on by @ms, firing what falls due on the way. */
 static void
-advance (Fixture *fixture,
+advance (Fixture *f,
          gint64   ms)
 {
-  KagedFakeClock *clock = KAGED_FAKE_CLOCK (fixture->clock);
-
-  iterate ();
-  while (ms > 0)
-    {
-      guint64 next = kaged_fake_clock_next_deadline (clock);
-      gint64 step = next == 0 || next > (guint64)ms ? ms : (gint64)next;
-
-      kaged_fake_clock_advance (clock, step);
-      ms -= step;
-      iterate ();
-    }
+  test_clock_advance (f->clock, ms);
 }
 
 /* A retry scheduled for 00:42 tomorrow: the row says so, and says "today"

@@ -19,6 +19,7 @@
 #include "kaged-model-chooser.h"
 #include "kaged-retry-banner.h"
 #include "kaged-retry-text.h"
+#include "kaged-test-notifications.h"
 #include "kaged-session-list.h"
 #include "kaged-session-row.h"
 #include "kaged-window-fixture.h"
@@ -1446,74 +1447,6 @@ banner_in_12h (Fixture       *fixture,
   return label_shows (banner, "Retry after") && in_12h == GPOINTER_TO_INT (data);
 }
 
-/* Notifications, as the desktop's notification server takes them: the
- * body of the latest. */
-static const char notifications_xml[] =
-  "<node>"
-  "  <interface name='org.gtk.Notifications'>"
-  "    <method name='AddNotification'>"
-  "      <arg type='s' direction='in'/>"
-  "      <arg type='s' direction='in'/>"
-  "      <arg type='a{sv}' direction='in'/>"
-  "    </method>"
-  "    <method name='RemoveNotification'>"
-  "      <arg type='s' direction='in'/>"
-  "      <arg type='s' direction='in'/>"
-  "    </method>"
-  "  </interface>"
-  "</node>";
-
-static void
-notification_cb (GDBusConnection       *connection,
-                 const char            *sender,
-                 const char            *object_path,
-                 const char            *interface_name,
-                 const char            *method_name,
-                 GVariant              *parameters,
-                 GDBusMethodInvocation *invocation,
-                 gpointer               user_data)
-{
-  char **body = user_data;
-
-  if (g_str_equal (method_name, "AddNotification"))
-    {
-      g_autoptr(GVariant) notification = g_variant_get_child_value (parameters, 2);
-
-      g_free (*body);
-      *body = NULL;
-      g_variant_lookup (notification, "body", "s", body);
-    }
-  g_dbus_method_invocation_return_value (invocation, NULL);
-}
-
-static const GDBusInterfaceVTable notification_vtable = { notification_cb, NULL, NULL, { 0 } };
-
-static gboolean
-name_owned (Fixture       *fixture,
-            gconstpointer  data)
-{
-  GDBusConnection *connection = g_application_get_dbus_connection (G_APPLICATION (fixture->application));
-  g_autoptr(GVariant) reply = NULL;
-  gboolean owned = FALSE;
-
-  reply = g_dbus_connection_call_sync (connection, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                       "org.freedesktop.DBus", "NameHasOwner", g_variant_new ("(s)", data),
-                                       G_VARIANT_TYPE ("(b)"), G_DBUS_CALL_FLAGS_NONE, -1, NULL, NULL);
-  if (reply != NULL)
-    g_variant_get (reply, "(b)", &owned);
-
-  return owned;
-}
-
-static gboolean
-notified (Fixture       *fixture,
-          gconstpointer  data)
-{
-  char * const *body = data;
-
-  return *body != NULL;
-}
-
 /* A retry scheduled for later: the conversation's row in the sidebar says
  * when in the desktop's clock format, as the banner does, and follows it
  * when it changes. */
@@ -1522,13 +1455,10 @@ test_sidebar_retry_clock_format (Fixture       *fixture,
                                  gconstpointer  data)
 {
   g_autoptr(GSettings) interface_settings = kaged_retry_new_interface_settings ();
-  g_autoptr(GDBusNodeInfo) info = g_dbus_node_info_new_for_xml (notifications_xml, NULL);
-  GDBusConnection *connection = g_application_get_dbus_connection (G_APPLICATION (fixture->application));
+  g_autoptr(TestNotificationServer) notifications = NULL;
   KagedRetryBanner *banner = child (fixture, "retry_banner");
-  g_autofree char *body = NULL;
-  g_autoptr(GError) error = NULL;
-  guint registration;
-  guint owner;
+  TestNotificationEvent *sent;
+  const char *body = NULL;
 
   if (interface_settings == NULL)
     {
@@ -1536,19 +1466,16 @@ test_sidebar_retry_clock_format (Fixture       *fixture,
       return;
     }
 
-  registration = g_dbus_connection_register_object (connection, "/org/gtk/Notifications",
-                                                    info->interfaces[0], &notification_vtable,
-                                                    &body, NULL, &error);
-  g_assert_no_error (error);
-  owner = g_bus_own_name_on_connection (connection, "org.gtk.Notifications", G_BUS_NAME_OWNER_FLAGS_NONE,
-                                        NULL, NULL, NULL, NULL);
-  g_assert_true (wait_for (fixture, name_owned, "org.gtk.Notifications"));
+  notifications = test_notification_server_new (g_application_get_dbus_connection (G_APPLICATION (fixture->application)),
+                                                g_application_get_application_id (G_APPLICATION (fixture->application)));
 
   g_settings_set_string (interface_settings, "clock-format", "12h");
   send_text (fixture, "Hello");
   g_assert_true (wait_for (fixture, session_tooltip_has, "Retry after"));
   g_assert_true (session_tooltip_has (fixture, "AM") || session_tooltip_has (fixture, "PM"));
-  g_assert_true (wait_for (fixture, notified, &body));
+  test_notification_server_wait (notifications, 1);
+  sent = g_ptr_array_index (test_notification_server_get_events (notifications), 0);
+  g_assert_true (g_variant_lookup (sent->notification, "body", "&s", &body));
   g_assert_true (strstr (body, " AM") != NULL || strstr (body, " PM") != NULL);
   g_assert_true (wait_for (fixture, banner_in_12h, GINT_TO_POINTER (TRUE)));
 
@@ -1560,9 +1487,8 @@ test_sidebar_retry_clock_format (Fixture       *fixture,
 
   g_settings_reset (interface_settings, "clock-format");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (banner), "retry-banner.cancel", NULL));
-  settle (50);
-  g_bus_unown_name (owner);
-  g_dbus_connection_unregister_object (connection, registration);
+  /* Withdrawn with the retry. */
+  test_notification_server_wait (notifications, 2);
 }
 
 int

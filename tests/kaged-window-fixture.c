@@ -17,6 +17,7 @@
 
 guint n_preferences_opened;
 char *preferences_profile_opened;
+TestNotificationServer *notification_server;
 
 static GtkApplication *the_application;
 
@@ -107,6 +108,11 @@ fixture_set_up (Fixture       *fixture,
                                        G_N_ELEMENTS (app_entries), NULL);
       g_application_register (G_APPLICATION (the_application), NULL, &error);
       g_assert_no_error (error);
+      /* The desktop's notification server, for the whole program: an
+       * application keeps the way it first sent a notification. */
+      notification_server =
+        test_notification_server_new (g_application_get_dbus_connection (G_APPLICATION (the_application)),
+                                      g_application_get_application_id (G_APPLICATION (the_application)));
     }
   fixture->application = g_object_ref (the_application);
   fixture->core = kaged_core_new (fixture->store, NULL, NULL, NULL, KAGED_CORE_FLAGS_AUTO_RETRY);

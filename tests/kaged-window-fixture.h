@@ -12,6 +12,7 @@
 #include "kaged-desktop.h"
 #include "kaged-fake-server.h"
 #include "kaged-message-row.h"
+#include "kaged-test-notifications.h"
 #include "kaged-window.h"
 
 G_BEGIN_DECLS
@@ -44,6 +45,9 @@ typedef gboolean (*Condition) (Fixture *fixture, gconstpointer data);
  * profile the last time they were opened at one. */
 extern guint n_preferences_opened;
 extern char *preferences_profile_opened;
+
+/* What the application asked of the desktop's notification server. */
+extern TestNotificationServer *notification_server;
 
 void             fixture_set_up     (Fixture        *fixture,
                                      gconstpointer   data);

@@ -19,7 +19,6 @@
 #include "kaged-model-chooser.h"
 #include "kaged-retry-banner.h"
 #include "kaged-retry-text.h"
-#include "kaged-test-notifications.h"
 #include "kaged-session-list.h"
 #include "kaged-session-row.h"
 #include "kaged-window-fixture.h"
@@ -1444,7 +1443,7 @@ banner_in_12h (Fixture       *fixture,
   GtkWidget *banner = child (fixture, "retry_banner");
   gboolean in_12h = label_shows (banner, "AM") || label_shows (banner, "PM");
 
-  return label_shows (banner, "Retry after") && in_12h == GPOINTER_TO_INT (data);
+  return label_shows (banner, " after ") && in_12h == GPOINTER_TO_INT (data);
 }
 
 /* A retry scheduled for later: the conversation's row in the sidebar says
@@ -1455,7 +1454,8 @@ test_sidebar_retry_clock_format (Fixture       *fixture,
                                  gconstpointer  data)
 {
   g_autoptr(GSettings) interface_settings = kaged_retry_new_interface_settings ();
-  g_autoptr(TestNotificationServer) notifications = NULL;
+  GPtrArray *notifications = test_notification_server_get_events (notification_server);
+  guint n_notifications = notifications->len;
   KagedRetryBanner *banner = child (fixture, "retry_banner");
   TestNotificationEvent *sent;
   const char *body = NULL;
@@ -1466,15 +1466,13 @@ test_sidebar_retry_clock_format (Fixture       *fixture,
       return;
     }
 
-  notifications = test_notification_server_new (g_application_get_dbus_connection (G_APPLICATION (fixture->application)),
-                                                g_application_get_application_id (G_APPLICATION (fixture->application)));
 
   g_settings_set_string (interface_settings, "clock-format", "12h");
   send_text (fixture, "Hello");
-  g_assert_true (wait_for (fixture, session_tooltip_has, "Retry after"));
+  g_assert_true (wait_for (fixture, session_tooltip_has, " after "));
   g_assert_true (session_tooltip_has (fixture, "AM") || session_tooltip_has (fixture, "PM"));
-  test_notification_server_wait (notifications, 1);
-  sent = g_ptr_array_index (test_notification_server_get_events (notifications), 0);
+  test_notification_server_wait (notification_server, n_notifications + 1);
+  sent = g_ptr_array_index (notifications, n_notifications);
   g_assert_true (g_variant_lookup (sent->notification, "body", "&s", &body));
   g_assert_true (strstr (body, " AM") != NULL || strstr (body, " PM") != NULL);
   g_assert_true (wait_for (fixture, banner_in_12h, GINT_TO_POINTER (TRUE)));
@@ -1482,13 +1480,13 @@ test_sidebar_retry_clock_format (Fixture       *fixture,
   g_settings_set_string (interface_settings, "clock-format", "24h");
   settle (50);
   g_assert_false (session_tooltip_has (fixture, "AM") || session_tooltip_has (fixture, "PM"));
-  g_assert_true (session_tooltip_has (fixture, "Retry after"));
+  g_assert_true (session_tooltip_has (fixture, " after "));
   g_assert_true (banner_in_12h (fixture, GINT_TO_POINTER (FALSE)));
 
   g_settings_reset (interface_settings, "clock-format");
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (banner), "retry-banner.cancel", NULL));
   /* Withdrawn with the retry. */
-  test_notification_server_wait (notifications, 2);
+  test_notification_server_wait (notification_server, n_notifications + 2);
 }
 
 int

@@ -29,6 +29,7 @@ enum {
 
 typedef struct
 {
+  GtkWidget *box;
   GtkImage *icon;
   GtkLabel *reason_label;
   GtkLabel *detail_label;
@@ -489,6 +490,21 @@ append_buttons (GtkBox     *box,
   gtk_box_append (box, cancel);
 }
 
+/* Only the arrangement shown is there for assistive technologies: the
+ * others are copies of it, which the squeezer keeps unmapped but visible. */
+static void
+squeezer_visible_child_cb (KagedRetryBanner *self,
+                           GParamSpec       *pspec,
+                           AdwSqueezer      *squeezer)
+{
+  GtkWidget *shown = adw_squeezer_get_visible_child (squeezer);
+
+  for (guint i = 0; i < N_LAYOUTS; i++)
+    gtk_accessible_update_state (GTK_ACCESSIBLE (self->layouts[i].box),
+                                 GTK_ACCESSIBLE_STATE_HIDDEN, self->layouts[i].box != shown,
+                                 -1);
+}
+
 static void
 kaged_retry_banner_init (KagedRetryBanner *self)
 {
@@ -526,7 +542,8 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   gtk_revealer_set_child (self->revealer, squeezer);
 
   /* Wide: icon, words, status and buttons in a row. */
-  box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+  box = wide->box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
+  gtk_widget_set_name (box, "arrangement");
   gtk_widget_add_css_class (box, "wide");
   texts = build_texts (wide, "");
   /* Below this the words would squeeze into a column: go narrow instead. */
@@ -538,7 +555,8 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
 
   /* Narrow: icon and words, then status and buttons. */
-  box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  box = narrow->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_name (box, "arrangement-narrow");
   gtk_widget_add_css_class (box, "narrow");
   row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 12);
   gtk_widget_set_margin_start (row, 6);
@@ -557,7 +575,8 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   /* Phone: the words with the whole width, the icon and status, then the
    * buttons sharing a row. Nothing here is kept wider than it needs: this
    * arrangement is the last, and always fits. */
-  box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  box = phone->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  gtk_widget_set_name (box, "arrangement-phone");
   gtk_widget_add_css_class (box, "phone");
   texts = build_texts (phone, "-phone");
   gtk_widget_set_margin_start (texts, 6);
@@ -574,6 +593,10 @@ kaged_retry_banner_init (KagedRetryBanner *self)
   append_buttons (GTK_BOX (row), "-phone", TRUE);
   gtk_box_append (GTK_BOX (box), row);
   adw_squeezer_add (ADW_SQUEEZER (squeezer), box);
+
+  g_signal_connect_object (squeezer, "notify::visible-child",
+                           G_CALLBACK (squeezer_visible_child_cb), self, G_CONNECT_SWAPPED);
+  squeezer_visible_child_cb (self, NULL, ADW_SQUEEZER (squeezer));
 
   gtk_accessible_update_property (GTK_ACCESSIBLE (self),
                                   GTK_ACCESSIBLE_PROPERTY_LABEL, _("Automatic retry"),
